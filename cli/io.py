@@ -1,0 +1,63 @@
+"""Reading inputs and writing results: stdin, files, -o, --in-place."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from compactor_core.errors import InputUnreadable, OutputError
+from compactor_core.formats import Conversation, parse
+
+STDIN = "-"
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str  # as the user wrote it; "-" for standard input
+    data: bytes
+
+    @property
+    def label(self) -> str:
+        return "<stdin>" if self.name == STDIN else self.name
+
+    def parse(self) -> Conversation:
+        return parse(self.data, self.label)
+
+
+def input_names(files: tuple[str, ...]) -> tuple[str, ...]:
+    """The inputs to read; standard input when none are named, unless it is a terminal."""
+    if files:
+        return files
+    if sys.stdin.isatty():
+        raise click.UsageError("no input: name a file, or pipe a conversation into standard input")
+    return (STDIN,)
+
+
+def read_input(name: str) -> Input:
+    if name == STDIN:
+        return Input(name, sys.stdin.buffer.read())
+    try:
+        return Input(name, Path(name).read_bytes())
+    except FileNotFoundError:
+        raise InputUnreadable(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise InputUnreadable(f"{name}: is a directory (add --recursive)") from None
+    except OSError as error:
+        raise InputUnreadable(f"{name}: cannot read: {error.strerror}") from None
+
+
+def write_stdout(data: bytes) -> None:
+    try:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise OutputError(f"<stdout>: cannot write: {error.strerror}") from None
+
+
+def warn(message: str) -> None:
+    click.echo(f"ctxpack: {message}", err=True)

@@ -1,0 +1,95 @@
+"""Option bundles shared by several commands."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def bundle(*decorators: Decorator) -> Decorator:
+    def apply(function: Callable[..., Any]) -> Callable[..., Any]:
+        for decorator in reversed(decorators):
+            function = decorator(function)
+        return function
+
+    return apply
+
+
+files_argument = click.argument("files", nargs=-1, metavar="[FILE]...")
+
+compat_option = click.option(
+    "--compat",
+    type=click.Choice(["default", "bareagent"]),
+    default="default",
+    show_default=True,
+    help="bareagent: reproduce the reference implementation exactly, quirks included.",
+)
+
+micro_options = bundle(
+    click.option(
+        "--keep-recent",
+        type=int,
+        default=3,
+        show_default=True,
+        help="Tool-result turns kept whole, newest first; 0 or less truncates them all.",
+    ),
+    click.option(
+        "--exclude-tool",
+        "exclude_tools",
+        multiple=True,
+        metavar="NAME",
+        help="Never truncate this tool's results (repeatable).",
+    ),
+    click.option(
+        "--min-chars",
+        type=click.IntRange(min=0),
+        default=0,
+        help="Leave tool results shorter than this alone.",
+    ),
+)
+
+output_options = bundle(
+    click.option(
+        "-o", "--output", metavar="FILE", help="Write the result to FILE (atomically), not stdout."
+    ),
+    click.option(
+        "-i",
+        "--in-place",
+        is_flag=True,
+        help="Rewrite each input file (original kept as a snapshot).",
+    ),
+    click.option(
+        "--pretty", is_flag=True, help="Indent JSON output (JSONL stays one line a message)."
+    ),
+    click.option(
+        "--backup",
+        metavar="SUFFIX",
+        help="With --in-place: also keep the original beside the file, as FILE+SUFFIX.",
+    ),
+    click.option(
+        "--stats", is_flag=True, help="Report what was done and tokens before -> after on stderr."
+    ),
+)
+
+snapshot_options = bundle(
+    click.option(
+        "--transcript-dir",
+        type=click.Path(file_okay=False),
+        default=".transcripts",
+        show_default=True,
+        envvar="CTXPACK_TRANSCRIPT_DIR",
+        help="Where transcript snapshots are saved.",
+    ),
+    click.option(
+        "--session-id",
+        default="default",
+        show_default=True,
+        envvar="CTXPACK_SESSION_ID",
+        help="Session id in snapshot names ([A-Za-z0-9._:@+-], 1-128 characters).",
+    ),
+    click.option("--no-transcript", is_flag=True, help="Save no transcript snapshots."),
+)

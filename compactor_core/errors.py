@@ -1,0 +1,43 @@
+"""One exception tree for everything ctxpack can refuse or fail at.
+
+    CtxpackError
+    ├── InputError            the input is not a valid conversation (exit 65)
+    ├── InputUnreadable       an input file is missing or unreadable (exit 66)
+    ├── OutputError           stdout, an output file or a snapshot could not be written (exit 74)
+    ├── ConfigError           unknown provider, missing API key, bad config file (exit 78)
+    └── ProviderError         the summary provider failed (exit 69 under --strict)
+        └── RetryableProviderError   ... in a way worth retrying: timeout, 429, 5xx (exit 75)
+
+The core raises these; only the CLI turns them into exit statuses, in one place.
+Every message is one line that names its subject (a file, a place, a setting).
+"""
+
+from __future__ import annotations
+
+
+class CtxpackError(Exception):
+    """Base of every error ctxpack reports to its user."""
+
+
+class InputError(CtxpackError):
+    """The input is not a valid conversation."""
+
+
+class InputUnreadable(CtxpackError):
+    """An input file is missing or cannot be read."""
+
+
+class OutputError(CtxpackError):
+    """An output, an in-place file or a snapshot could not be written."""
+
+
+class ConfigError(CtxpackError):
+    """A setting is wrong: unknown provider, missing key, bad config file or flag value."""
+
+
+class ProviderError(CtxpackError):
+    """The summary provider failed: bad reply, refusal, 4xx."""
+
+
+class RetryableProviderError(ProviderError):
+    """The provider failed in a way worth retrying later: timeout, 429, 5xx, connection."""

@@ -1,0 +1,221 @@
+"""The token estimate: a cheap, deterministic heuristic, not a tokenizer (SPEC §1).
+
+Per character: CJK 1.5, ASCII letter or digit 0.25, whitespace 0.25, anything else 0.5; U+3000 is
+CJK and whitespace and scores 1.25. Weights are whole quarters, so the sum is kept exactly as an
+integer number of quarters and rounded up once, at the end.
+
+Speed matters (this runs on every agent turn over multi-megabyte transcripts), so text is not
+scanned per character in Python. All strings are gathered, joined, and counted with C-speed byte
+operations: ``bytes.translate`` deletes the bytes of one class so the length difference counts them,
+and the high bytes of the UTF-16 form tell CJK blocks apart. The ASCII-only part, usually most of
+a transcript, takes the fastest path.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .formats import Message
+from .tools import blocks, is_block, tool_names, tool_result_turns
+
+_ASCII_ALNUM_WS = bytes(
+    c for c in range(128) if chr(c).isalnum() or chr(c).isspace()
+)  # [A-Za-z0-9] and the ten ASCII characters str.isspace() accepts
+
+# High bytes of UTF-16 code units whose whole 256-code-point block is CJK.
+_CJK_FULL_BLOCKS = bytes(
+    [0x30, *range(0x34, 0x4D), *range(0x4E, 0xA0), *range(0xAC, 0xD7), 0xF9, 0xFA]
+)
+# CJK ranges that cover part of a block (U+4D00–4DBF, U+D700–D7AF) or lie beyond the BMP.
+_CJK_PARTIAL = re.compile("[\u4d00-\u4dbf\ud700-\ud7af\U00020000-\U0002a6df\U0002f800-\U0002fa1f]")
+# Whitespace beyond ASCII, as UTF-8, grouped under a lead sequence that is cheap to look for first.
+_NON_ASCII_SPACES: dict[bytes, tuple[bytes, ...]] = {
+    b"\xc2": ("\x85".encode(), "\xa0".encode()),
+    b"\xe1\x9a": ("\u1680".encode(),),
+    b"\xe2": tuple(
+        chr(c).encode() for c in (*range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F, 0x205F)
+    ),
+    b"\xe3\x80\x80": ("\u3000".encode(),),
+}
+
+
+def text_quarters(texts: Iterable[str]) -> int:
+    """The estimate of all ``texts`` together, in quarter tokens."""
+    ascii_texts: list[str] = []
+    other_texts: list[str] = []
+    for text in texts:
+        (ascii_texts if text.isascii() else other_texts).append(text)
+    quarters = _ascii_quarters("".join(ascii_texts).encode("ascii"))
+    if other_texts:
+        quarters += _unicode_quarters("".join(other_texts))
+    return quarters
+
+
+def _ascii_quarters(data: bytes) -> int:
+    # letters, digits and whitespace weigh 1 quarter, everything else 2
+    others = len(data.translate(None, _ASCII_ALNUM_WS))
+    return len(data) + others
+
+
+def _unicode_quarters(text: str) -> int:
+    # Start from 2 quarters a character, take 1 off for each ASCII letter, digit or space and
+    # for each other space, and add 4 for each CJK character (U+3000 ends at 2 - 1 + 4 = 5).
+    utf8 = text.encode("utf-8", "surrogatepass")
+    ascii_alnum_ws = len(utf8) - len(utf8.translate(None, _ASCII_ALNUM_WS))
+    spaces = sum(
+        utf8.count(space)
+        for lead, group in _NON_ASCII_SPACES.items()
+        if lead in utf8
+        for space in group
+    )
+    high_bytes = text.encode("utf-16-le", "surrogatepass")[1::2]
+    cjk = len(high_bytes) - len(high_bytes.translate(None, _CJK_FULL_BLOCKS))
+    if b"\x4d" in high_bytes or b"\xd7" in high_bytes or len(high_bytes) > len(text):
+        cjk += len(_CJK_PARTIAL.findall(text))
+    return 2 * len(text) - ascii_alnum_ws - spaces + 4 * cjk
+
+
+def quarters_to_tokens(quarters: int) -> int:
+    return math.ceil(quarters / 4)
+
+
+# --- what is counted -----------------------------------------------------------------------------
+
+
+def json_text(value: Any) -> str:
+    """JSON with the standard library's default spacing and non-ASCII unescaped (SPEC §1, §2)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Counter:
+    """Collects the texts that count toward the estimate; ``compat`` is the BareAgent profile."""
+
+    compat: bool = False
+    texts: list[str] = field(default_factory=list)
+
+    def value(self, value: Any) -> None:
+        if isinstance(value, str):
+            self.texts.append(value)
+        elif isinstance(value, list):
+            for item in value:
+                self.value(item)
+        elif isinstance(value, dict):
+            self.block(value)
+        elif value is not None:  # numbers and booleans: their JSON text
+            self.texts.append(json_text(value))
+
+    def block(self, block: dict[str, Any]) -> None:
+        if block.get("type") == "tool_use":
+            self.value(block.get("name"))
+            self.tool_input(block.get("input"))
+            return
+        self.value(block.get("text"))
+        self.value(block.get("content"))
+        self.tool_input(block.get("input"))
+        if block.get("type") != "tool_result":
+            self.value(block.get("name"))
+
+    def tool_input(self, value: Any) -> None:
+        # The reference walks a dict input like a block, so {"command": "ls"} counts 0.
+        if isinstance(value, dict | list) and not self.compat:
+            self.texts.append(json_text(value))
+        else:
+            self.value(value)
+
+    def message(self, message: Message) -> None:
+        self.value(message.get("content"))
+        if self.compat:
+            return
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            self.value(function.get("name"))
+            self.tool_input(function.get("arguments"))
+
+    def quarters(self) -> int:
+        return text_quarters(self.texts)
+
+
+def estimate_quarters(messages: list[Message], system: Any = None, compat: bool = False) -> int:
+    counter = Counter(compat)
+    for message in messages:
+        counter.message(message)
+    if not compat:
+        counter.value(system)
+    return counter.quarters()
+
+
+def estimate(messages: list[Message], system: Any = None, compat: bool = False) -> int:
+    """The estimated token count of a conversation (and a request envelope's ``system``)."""
+    return quarters_to_tokens(estimate_quarters(messages, system, compat))
+
+
+# --- where the tokens go -------------------------------------------------------------------------
+
+
+def breakdown(messages: list[Message], system: Any = None, compat: bool = False) -> dict[str, Any]:
+    """The estimate with its parts: per role, per tool, and the number of tool-result turns.
+
+    Parts are exact (multiples of 0.25); only ``tokens`` is rounded up.
+    """
+    by_role: dict[str, int] = {}
+    by_tool: dict[str, dict[str, int]] = {}
+    names = tool_names(messages)
+
+    def tool(name: str) -> dict[str, int]:
+        return by_tool.setdefault(name, {"calls": 0, "call_q": 0, "results": 0, "result_q": 0})
+
+    for message in messages:
+        role = message["role"]
+        by_role[role] = by_role.get(role, 0) + _quarters_of(Counter(compat).message, message)
+        for block in blocks(message):
+            if is_block(block, "tool_use"):
+                entry = tool(names.get(block.get("id"), "unknown"))
+                entry["calls"] += 1
+                entry["call_q"] += _quarters_of(Counter(compat).block, block)
+            elif is_block(block, "tool_result"):
+                entry = tool(names.get(block.get("tool_use_id"), "unknown"))
+                entry["results"] += 1
+                entry["result_q"] += _quarters_of(Counter(compat).value, block.get("content"))
+        if not compat:
+            for call in message.get("tool_calls") or ():
+                entry = tool(names.get(call.get("id"), "unknown"))
+                entry["calls"] += 1
+                entry["call_q"] += _quarters_of(Counter().message, {"tool_calls": [call]})
+        if role == "tool":
+            entry = tool(names.get(message.get("tool_call_id"), "unknown"))
+            entry["results"] += 1
+            entry["result_q"] += _quarters_of(Counter(compat).value, message.get("content"))
+    system_q = 0 if compat else _quarters_of(Counter().value, system)
+    total = sum(by_role.values()) + system_q
+    report: dict[str, Any] = {
+        "tokens": quarters_to_tokens(total),
+        "exact": total / 4,
+        "profile": "bareagent" if compat else "default",
+        "messages": len(messages),
+        "tool_result_turns": len(tool_result_turns(messages)),
+        "by_role": {role: q / 4 for role, q in by_role.items()},
+        "by_tool": {
+            name: {
+                "calls": entry["calls"],
+                "call_tokens": entry["call_q"] / 4,
+                "results": entry["results"],
+                "result_tokens": entry["result_q"] / 4,
+            }
+            for name, entry in sorted(by_tool.items(), key=lambda item: -item[1]["result_q"])
+        },
+    }
+    if system is not None and not compat:
+        report["envelope_system"] = system_q / 4
+    return report
+
+
+def _quarters_of(method: Any, value: Any) -> int:
+    """Run one Counter method over ``value`` and return the quarters it collected."""
+    method(value)
+    return method.__self__.quarters()

@@ -1,0 +1,86 @@
+"""Rewriting files in place, safely: snapshot first, optional backup, atomic replace.
+
+Decisions (also in the README):
+- a file whose result equals its input is not rewritten, so its mtime stays;
+- a symbolic link is followed: the file it points to is rewritten and the link stays a link;
+- a file with no write permission bit is refused, not silently replaced;
+- a file that changed on disk after it was read is left alone and reported, so a concurrent writer's
+  work is never overwritten by a result computed from the older text.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from .atomic import atomic_write
+from .errors import InputUnreadable, OutputError
+from .formats import Conversation, dump, parse
+from .snapshots import SnapshotStore, session_id_for_file
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file as it was read: its bytes and what its status said then."""
+
+    path: Path  # the real file, symbolic links resolved
+    data: bytes
+    mtime_ns: int
+    size: int
+    mode: int
+
+    @classmethod
+    def read(cls, path: Path) -> SourceFile:
+        try:
+            real = Path(path).resolve(strict=True)
+            with open(real, "rb") as handle:
+                status = os.fstat(handle.fileno())
+                if stat.S_ISDIR(status.st_mode):
+                    raise IsADirectoryError(21, "is a directory")
+                data = handle.read()
+        except FileNotFoundError:
+            raise InputUnreadable(f"{path}: no such file") from None
+        except IsADirectoryError:
+            raise InputUnreadable(f"{path}: is a directory (add --recursive)") from None
+        except OSError as error:
+            raise InputUnreadable(f"{path}: cannot read: {error.strerror}") from None
+        return cls(real, data, status.st_mtime_ns, status.st_size, status.st_mode)
+
+    def unchanged_on_disk(self) -> bool:
+        try:
+            now = os.stat(self.path)
+        except OSError:
+            return False
+        return (now.st_mtime_ns, now.st_size) == (self.mtime_ns, self.size)
+
+
+@dataclass(frozen=True)
+class InPlace:
+    """How a file is rewritten."""
+
+    pretty: bool = False
+    backup_suffix: str | None = None
+    snapshots: SnapshotStore | None = None  # None: --no-transcript
+
+
+def replace_file(
+    source: SourceFile,
+    result: Conversation,
+    settings: InPlace,
+    label: str,
+    snapshot_taken: bool = False,
+) -> None:
+    """Write ``result`` over ``source``; the original goes to a snapshot (and backup) first."""
+    if not source.mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        raise OutputError(f"{label}: file is read-only, left as is")
+    if settings.snapshots is not None and not snapshot_taken:
+        original = parse(source.data, label).messages
+        settings.snapshots.save(session_id_for_file(Path(label)), original)
+    if settings.backup_suffix:
+        backup = source.path.with_name(source.path.name + settings.backup_suffix)
+        atomic_write(backup, source.data, new_file_mode=source.mode & 0o7777)
+    if not source.unchanged_on_disk():
+        raise OutputError(f"{label}: file changed while it was being compacted, left as is")
+    atomic_write(source.path, dump(result, settings.pretty))

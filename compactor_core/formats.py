@@ -1,0 +1,226 @@
+"""Reading and writing conversations: a JSON array, a request envelope, or JSONL.
+
+The output keeps the input's shape. Messages stay plain dicts so unknown roles, block types and keys
+pass through untouched, in their order. orjson does the work; the standard library takes over for
+valid JSON that orjson refuses (integers beyond 64 bits, lone surrogate escapes), so such input
+still comes back intact.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import orjson
+
+from .errors import InputError
+
+Message = dict[str, Any]
+Shape = Literal["array", "envelope", "jsonl"]
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A parsed conversation and what is needed to write it back in the same shape."""
+
+    messages: list[Message]
+    shape: Shape = "array"
+    envelope: dict[str, Any] | None = None  # the whole request object, for shape "envelope"
+    bom: bool = False
+
+    @property
+    def system(self) -> Any:
+        """The envelope's top-level ``system`` prompt, if any."""
+        return self.envelope.get("system") if self.envelope else None
+
+    def with_messages(self, messages: list[Message]) -> Conversation:
+        return replace(self, messages=messages)
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+# --- parsing -------------------------------------------------------------------------------------
+
+
+def parse(data: bytes, source: str = "<stdin>") -> Conversation:
+    """Parse and validate a conversation; raise InputError naming ``source`` and the place."""
+    bom = data.startswith(UTF8_BOM)
+    if bom:
+        data = data[len(UTF8_BOM) :]
+    if not data.strip():
+        raise InputError(f"{source}: empty input, expected a JSON array of messages")
+    try:
+        document = _loads(data, source)
+    except _TrailingData:
+        if data.lstrip()[:1] == b"{":
+            return parse_jsonl(data, source, bom)
+        raise
+    if isinstance(document, list):
+        validate_messages(document, source, _array_path)
+        return Conversation(document, "array", None, bom)
+    if isinstance(document, dict):
+        if "messages" in document:
+            messages = document["messages"]
+            if not isinstance(messages, list):
+                raise InputError(
+                    f'{source}: "messages" must be an array, got {json_type(messages)}'
+                )
+            validate_messages(messages, source, _array_path)
+            return Conversation(messages, "envelope", document, bom)
+        if "role" in document:  # JSONL holding a single message
+            validate_messages([document], source, _jsonl_path(data))
+            return Conversation([document], "jsonl", None, bom)
+    raise InputError(
+        f'{source}: expected a JSON array of messages, an object with a "messages" array, '
+        f"or JSONL; got {json_type(document)}"
+    )
+
+
+def parse_jsonl(data: bytes, source: str, bom: bool = False) -> Conversation:
+    """Parse JSONL, one message object per line; blank lines are skipped."""
+    messages: list[Message] = []
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        message = _loads(line, source, first_line=number)
+        if not isinstance(message, dict):
+            raise InputError(
+                f"{source}: line {number}: a message must be an object, got {json_type(message)}"
+            )
+        messages.append(message)
+    validate_messages(messages, source, _jsonl_path(data))
+    return Conversation(messages, "jsonl", None, bom)
+
+
+class _TrailingData(InputError):
+    """Valid JSON followed by more: perhaps JSONL."""
+
+
+def _loads(data: bytes, source: str, first_line: int = 1) -> Any:
+    """Parse one JSON document; ``first_line`` is where ``data`` starts in the file."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass  # invalid, or valid JSON that orjson refuses: the standard library decides
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = first_line + data.count(b"\n", 0, error.start)
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        raise InputError(f"{source}: line {line}, byte {column}: invalid UTF-8") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as error:
+        line = first_line + error.lineno - 1
+        kind = _TrailingData if error.msg == "Extra data" else InputError
+        raise kind(
+            f"{source}: line {line}, column {error.colno}: invalid JSON: {error.msg}"
+        ) from None
+    except ValueError as error:
+        raise InputError(f"{source}: line {first_line}: invalid JSON: {error}") from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+# --- validation ----------------------------------------------------------------------------------
+
+
+def _array_path(index: int) -> str:
+    return f"messages[{index}]"
+
+
+def _jsonl_path(data: bytes):
+    """JSONL messages are named by their line number, which skips blank lines."""
+    line_numbers = [n for n, line in enumerate(data.split(b"\n"), start=1) if line.strip()]
+    return lambda index: f"line {line_numbers[index]}"
+
+
+def validate_messages(messages: list[Any], source: str, path_of: Any) -> None:
+    """Check the shape every part of ctxpack relies on; leave everything else alone."""
+    for index, message in enumerate(messages):
+        problem = _message_problem(message)
+        if problem:
+            raise InputError(f"{source}: {path_of(index)}{problem}")
+
+
+def _message_problem(message: Any) -> str | None:
+    """Return ``"<.place>: <what is wrong>"`` for a malformed message, or None."""
+    if not isinstance(message, dict):
+        return f": a message must be an object, got {json_type(message)}"
+    role = message.get("role")
+    if not isinstance(role, str):
+        where = (
+            "is missing" if "role" not in message else f"must be a string, got {json_type(role)}"
+        )
+        return f': "role" {where}'
+    content = message.get("content")
+    if content is not None and not isinstance(content, str | list):
+        return f".content: must be a string, null or an array, got {json_type(content)}"
+    tool_calls = message.get("tool_calls")
+    if tool_calls is not None:
+        if not isinstance(tool_calls, list):
+            return f".tool_calls: must be an array, got {json_type(tool_calls)}"
+        for number, call in enumerate(tool_calls):
+            if not isinstance(call, dict):
+                return f".tool_calls[{number}]: must be an object, got {json_type(call)}"
+            function = call.get("function")
+            if function is not None and not isinstance(function, dict):
+                return f".tool_calls[{number}].function: must be an object"
+    if isinstance(content, list):
+        for number, block in enumerate(content):
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                inner = block.get("content")
+                if inner is not None and not isinstance(inner, str | list):
+                    return (
+                        f".content[{number}].content: a tool result must be a string, null or "
+                        f"an array, got {json_type(inner)}"
+                    )
+    return None
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+
+def dump(conversation: Conversation, pretty: bool = False) -> bytes:
+    """Serialize in the input's shape: compact JSON (or indented with ``pretty``), UTF-8."""
+    if conversation.shape == "jsonl":
+        body = b"".join(dumps(message) + b"\n" for message in conversation.messages)
+    elif conversation.shape == "envelope":
+        envelope = dict(conversation.envelope or {})
+        envelope["messages"] = conversation.messages
+        body = dumps(envelope, pretty) + b"\n"
+    else:
+        body = dumps(conversation.messages, pretty) + b"\n"
+    return UTF8_BOM + body if conversation.bom else body
+
+
+def dumps(value: Any, pretty: bool = False) -> bytes:
+    """JSON bytes, non-ASCII unescaped; falls back to the standard library where orjson can't."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 if pretty else 0)
+    except (orjson.JSONEncodeError, TypeError):
+        indent = 2 if pretty else None
+        separators = (",", ": ") if pretty else (",", ":")
+        text = json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: keep it as the escape it came in as
+            return json.dumps(value, indent=indent, separators=separators).encode("ascii")
