@@ -4,22 +4,19 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
-from compactor_core import pipeline
-from compactor_core.atomic import atomic_write
 from compactor_core.errors import CtxpackError
-from compactor_core.files import InPlace, SourceFile, replace_file
-from compactor_core.formats import dump, parse
-from compactor_core.snapshots import SnapshotStore, check_session_id
+from compactor_core.micro import MicroSettings
+from compactor_core.pipeline import DEFAULT_THRESHOLD, Command, Job, measure
+from compactor_core.snapshots import SnapshotStore
 
 from . import io, options
 from .exit_codes import TABLE, ExitStatus, status_for
+from .transform import Output, transform
 
 
 class CtxpackGroup(click.Group):
@@ -96,7 +93,7 @@ def estimate(
                 report = {"file": name, **report}
             line = dumps(report).decode()
         else:
-            tokens = pipeline.measure(conversation, bareagent)
+            tokens = measure(conversation, bareagent)
             line = str(tokens) if len(names) == 1 else f"{tokens}\t{name}"
         any_over = any_over or (threshold is not None and tokens > threshold)
         if not quiet:
@@ -105,7 +102,7 @@ def estimate(
         sys.exit(ExitStatus.NOT_OVER)
 
 
-# --- micro ---------------------------------------------------------------------------------------
+# --- micro, full, auto ---------------------------------------------------------------------------
 
 
 @cli.command(epilog=TABLE)
@@ -116,93 +113,77 @@ def estimate(
 @options.snapshot_options
 def micro(files: tuple[str, ...], **settings: Any) -> None:
     """Replace old tool results with [truncated: TOOL result, N chars] markers (no model call)."""
-    job = pipeline.Job("micro", _micro_settings(settings), settings["compat"] == "bareagent")
-    _transform(files, job, settings)
+    job = Job("micro", _micro_settings(settings), compat=settings["compat"] == "bareagent")
+    transform(files, job, Output.from_options(settings))
 
 
-def _micro_settings(settings: dict[str, Any]) -> pipeline.MicroSettings:
-    return pipeline.MicroSettings(
+@cli.command(epilog=TABLE)
+@options.files_argument
+@options.micro_options
+@options.compat_option
+@options.summary_options
+@options.provider_options
+@options.output_options
+@options.snapshot_options
+def full(files: tuple[str, ...], **settings: Any) -> None:
+    """Have a provider summarize the history; keep system messages and the pending turn.
+
+    Saves a snapshot of the input first; on any failure the input comes back unchanged.
+    """
+    _summarizing("full", files, settings)
+
+
+@cli.command(epilog=TABLE)
+@options.files_argument
+@click.option(
+    "--threshold",
+    type=click.IntRange(min=0),
+    default=DEFAULT_THRESHOLD,
+    show_default=True,
+    help="Full compaction when the micro-compacted estimate is greater than this.",
+)
+@options.micro_options
+@options.compat_option
+@options.summary_options
+@options.provider_options
+@options.output_options
+@options.snapshot_options
+def auto(files: tuple[str, ...], **settings: Any) -> None:
+    """Micro compaction every time; full compaction when the estimate is over the threshold."""
+    _summarizing("auto", files, settings)
+
+
+def _micro_settings(settings: dict[str, Any]) -> MicroSettings:
+    return MicroSettings(
         settings["keep_recent"], tuple(settings["exclude_tools"]), settings["min_chars"]
     )
 
 
-def _transform(files: tuple[str, ...], job: pipeline.Job, settings: dict[str, Any]) -> None:
-    """Run ``job`` over every input and write each result where the options say."""
-    names = io.input_names(files)
-    _check_output_options(names, settings)
-    job = replace(job, measure=settings["stats"])
-    runner = _in_place_runner(settings) if settings["in_place"] else _stream_runner(settings)
-    failures: list[ExitStatus] = []
-    for name in names:
-        try:
-            outcome = runner(name, job)
-        except CtxpackError as error:
-            if len(names) == 1:
-                raise
-            io.warn(str(error))
-            failures.append(status_for(error))
-            continue
-        for warning in outcome.warnings:
-            io.warn(warning)
-        if settings["stats"]:
-            io.warn(_stats_line(name, outcome))
-    if failures:
-        sys.exit(failures[0] if len(set(failures)) == 1 else ExitStatus.NOT_OVER)
+def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, Any]) -> None:
+    from compactor_core.full import FullSettings
+    from compactor_core.providers.registry import build_provider
 
+    from .config import environment, resolve_provider
 
-def _check_output_options(names: tuple[str, ...], settings: dict[str, Any]) -> None:
-    if settings["in_place"]:
-        if settings["output"]:
-            raise click.UsageError("--in-place and --output cannot be used together")
-        if io.STDIN in names:
-            raise click.UsageError("--in-place needs file arguments, not standard input")
-    elif settings["backup"]:
-        raise click.UsageError("--backup goes with --in-place")
-    elif settings["output"] and len(names) > 1:
-        raise click.UsageError("--output takes one input; use --in-place for several files")
-
-
-def _stream_runner(settings: dict[str, Any]) -> Callable[[str, pipeline.Job], pipeline.Outcome]:
-    def run(name: str, job: pipeline.Job) -> pipeline.Outcome:
-        outcome = pipeline.run(job, io.read_input(name).parse())
-        data = dump(outcome.conversation, settings["pretty"])
-        if settings["output"] and settings["output"] != io.STDIN:
-            atomic_write(Path(settings["output"]), data)
-        else:
-            io.write_stdout(data)
-        return outcome
-
-    return run
-
-
-def _in_place_runner(settings: dict[str, Any]) -> Callable[[str, pipeline.Job], pipeline.Outcome]:
-    rewrite = InPlace(settings["pretty"], settings["backup"], _snapshot_store(settings))
-
-    def run(name: str, job: pipeline.Job) -> pipeline.Outcome:
-        source = SourceFile.read(Path(name))
-        outcome = pipeline.run(job, parse(source.data, name))
-        if outcome.changed:
-            replace_file(source, outcome.conversation, rewrite, name, bool(outcome.snapshots))
-        return outcome
-
-    return run
-
-
-def _snapshot_store(settings: dict[str, Any]) -> SnapshotStore | None:
-    if settings["no_transcript"]:
-        return None
-    check_session_id(settings["session_id"])
-    return SnapshotStore(Path(settings["transcript_dir"]))
-
-
-def _stats_line(name: str, outcome: pipeline.Outcome) -> str:
-    label = "<stdin>" if name == io.STDIN else name
-    micro_result = outcome.micro
-    return (
-        f"{label}: {micro_result.truncated} tool results truncated, "
-        f"{micro_result.chars_removed} chars removed, "
-        f"tokens {outcome.tokens_before} -> {outcome.tokens_after}"
+    compat = settings["compat"] == "bareagent"
+    full_settings = FullSettings(
+        lang=settings["lang"],
+        instructions=settings["instructions"],
+        max_tokens=settings["max_tokens"],
+        max_prompt_tokens=settings["max_prompt_tokens"],
+        micro=_micro_settings(settings),
+        compat=compat,
     )
+    job = Job(
+        command,
+        full_settings.micro,
+        full_settings,
+        threshold=settings.get("threshold", DEFAULT_THRESHOLD),
+        compat=compat,
+    )
+    out = Output.from_options(settings)
+    provider = build_provider(resolve_provider(settings, environment()))
+    transform(files, job, out, provider)
 
 
 # --- restore -------------------------------------------------------------------------------------

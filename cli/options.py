@@ -93,3 +93,56 @@ snapshot_options = bundle(
     ),
     click.option("--no-transcript", is_flag=True, help="Save no transcript snapshots."),
 )
+
+summary_options = bundle(
+    click.option(
+        "--lang",
+        type=click.Choice(["zh", "en"]),
+        default="zh",
+        show_default=True,
+        help="Language of the summary prompt and the acknowledgement.",
+    ),
+    click.option(
+        "--instructions", metavar="TEXT", help="Your own focus, added to the system prompt."
+    ),
+    click.option(
+        "--max-tokens",
+        type=click.IntRange(min=1),
+        default=2000,
+        show_default=True,
+        help="Token budget of the summary.",
+    ),
+    click.option(
+        "--max-prompt-tokens",
+        type=click.IntRange(min=1),
+        default=100_000,
+        show_default=True,
+        help="Shrink what is sent to the provider until the prompt fits (by the estimate).",
+    ),
+    click.option(
+        "--strict",
+        is_flag=True,
+        help="A failed summary is an error: exit 69 (75 when worth retrying), output unchanged.",
+    ),
+)
+
+provider_options = bundle(
+    click.option(
+        "--provider",
+        type=click.Choice(["extractive", "openai", "anthropic", "command"]),
+        help="Who writes the summary [default: extractive, offline; env CTXPACK_PROVIDER].",
+    ),
+    click.option("--model", help="Model name for a network provider [env CTXPACK_MODEL]."),
+    click.option("--base-url", help="API base URL [env OPENAI_BASE_URL / ANTHROPIC_BASE_URL]."),
+    click.option(
+        "--timeout", type=click.FloatRange(min=0), help="Seconds per request [default: 60]."
+    ),
+    click.option(
+        "--retries", type=click.IntRange(min=0), help="Retries on 429, 5xx and connection errors."
+    ),
+    click.option(
+        "--command",
+        metavar="CMD",
+        help="provider command: the program to run (split like a shell, never run by one).",
+    ),
+)

@@ -27,6 +27,13 @@ class MicroResult:
     chars_removed: int  # code points of content removed, net of the markers written
 
 
+@dataclass(frozen=True)
+class MicroSettings:
+    keep_recent: int = DEFAULT_KEEP_RECENT
+    exclude_tools: tuple[str, ...] = ()
+    min_chars: int = 0
+
+
 def marker(tool: str, chars: int) -> str:
     return f"[truncated: {tool} result, {chars} chars]"
 
@@ -74,6 +81,29 @@ def micro_compact(
             truncated += 1
             removed += chars - len(holder["content"])
     return MicroResult(truncated, removed)
+
+
+def micro_with(messages: list[Message], settings: MicroSettings) -> MicroResult:
+    return micro_compact(messages, settings.keep_recent, settings.exclude_tools, settings.min_chars)
+
+
+def copy_tool_results(messages: list[Message]) -> list[Message]:
+    """A copy that micro compaction can change without touching ``messages``.
+
+    Only what micro rewrites is copied (messages holding tool results, their content lists and
+    result blocks); everything else is shared, so this is cheap even for huge conversations.
+    """
+    copied = list(messages)
+    for turn in tool_result_turns(messages):
+        for index in turn:
+            message = dict(messages[index])
+            if isinstance(message.get("content"), list):
+                message["content"] = [
+                    dict(block) if is_block(block, "tool_result") else block
+                    for block in message["content"]
+                ]
+            copied[index] = message
+    return copied
 
 
 def _tool_results(messages: list[Message], turn: list[int]) -> Iterator[tuple[dict, Any]]:

@@ -2,30 +2,33 @@
 
 ``run`` takes a parsed conversation and a frozen ``Job`` (plain data, so it can cross to a worker
 process) and returns an ``Outcome``: the new conversation, whether anything changed, and the
-figures worth reporting.
+figures worth reporting. The input conversation is never modified.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
+from .errors import ProviderError
 from .estimate import estimate
 from .formats import Conversation
-from .micro import DEFAULT_KEEP_RECENT, MicroResult, micro_compact
+from .full import FullResult, FullSettings, full_compact
+from .micro import MicroResult, MicroSettings, copy_tool_results, micro_with
+from .providers.base import Summarizer
+from .snapshots import DEFAULT_SESSION, SnapshotStore
 
-
-@dataclass(frozen=True)
-class MicroSettings:
-    keep_recent: int = DEFAULT_KEEP_RECENT
-    exclude_tools: tuple[str, ...] = ()
-    min_chars: int = 0
+DEFAULT_THRESHOLD = 50_000
+Command = Literal["micro", "full", "auto"]
 
 
 @dataclass(frozen=True)
 class Job:
-    command: str = "micro"  # micro | full | auto
+    command: Command = "micro"
     micro: MicroSettings = field(default_factory=MicroSettings)
+    full: FullSettings = field(default_factory=FullSettings)
+    threshold: int = DEFAULT_THRESHOLD  # auto: full compaction above this estimate
     compat: bool = False
     measure: bool = False  # estimate before and after, for statistics
 
@@ -34,22 +37,83 @@ class Job:
 class Outcome:
     conversation: Conversation
     changed: bool
-    micro: MicroResult
+    micro: MicroResult = field(default_factory=lambda: MicroResult(0, 0))
+    full: Literal["compacted", "nothing", "failed", "not run"] = "not run"
+    error: ProviderError | None = None  # why the summary failed
+    over_threshold: bool = False  # auto: the result is still too big
     tokens_before: int | None = None
     tokens_after: int | None = None
     snapshots: tuple[Path, ...] = ()  # snapshots already taken of this input and its result
-    warnings: tuple[str, ...] = ()
 
 
-def measure(conversation: Conversation, compat: bool) -> int:
+@dataclass(frozen=True)
+class Context:
+    """What a run may use besides the conversation: a summarizer and where snapshots go."""
+
+    provider: Summarizer | None = None
+    snapshots: SnapshotStore | None = None
+    session_id: str = DEFAULT_SESSION
+
+
+def measure(conversation: Conversation, compat: bool = False) -> int:
     return estimate(conversation.messages, conversation.system, compat)
 
 
-def run(job: Job, conversation: Conversation) -> Outcome:
-    before = measure(conversation, job.compat) if job.measure else None
-    settings = job.micro
-    result = micro_compact(
-        conversation.messages, settings.keep_recent, settings.exclude_tools, settings.min_chars
+def run(job: Job, conversation: Conversation, context: Context = Context()) -> Outcome:
+    before = measure(conversation, job.compat) if job.measure or job.command == "auto" else None
+    if job.command == "micro":
+        outcome = _micro(job, conversation)
+    elif job.command == "full":
+        outcome = _full(job, conversation, context)
+    else:
+        outcome = _auto(job, conversation, context)
+    if job.measure:
+        after = measure(outcome.conversation, job.compat)
+        outcome = _with(outcome, tokens_before=before, tokens_after=after)
+    return outcome
+
+
+def _micro(job: Job, conversation: Conversation) -> Outcome:
+    messages = copy_tool_results(conversation.messages)
+    result = micro_with(messages, job.micro)
+    return Outcome(conversation.with_messages(messages), result.truncated > 0, result)
+
+
+def _full(job: Job, conversation: Conversation, context: Context) -> Outcome:
+    if context.provider is None:
+        raise ValueError("full compaction needs a provider")
+    full = full_compact(
+        conversation.messages,
+        context.provider,
+        job.full,
+        context.snapshots,
+        context.session_id,
     )
-    after = measure(conversation, job.compat) if job.measure else None
-    return Outcome(conversation, result.truncated > 0, result, before, after)
+    return _from_full(full, conversation)
+
+
+def _from_full(full: FullResult, conversation: Conversation) -> Outcome:
+    return Outcome(
+        conversation.with_messages(full.messages),
+        changed=full.status == "compacted",
+        full=full.status,
+        error=full.error,
+        snapshots=full.snapshots,
+    )
+
+
+def _auto(job: Job, conversation: Conversation, context: Context) -> Outcome:
+    micro_outcome = _micro(job, conversation)
+    if measure(micro_outcome.conversation, job.compat) <= job.threshold:
+        return micro_outcome
+    full = _full(job, conversation, context)
+    if full.full == "compacted":
+        outcome = _with(full, micro=micro_outcome.micro)
+    else:  # the summary failed (or there was nothing to summarize): micro's result stands
+        outcome = _with(micro_outcome, full=full.full, error=full.error, snapshots=full.snapshots)
+    over = measure(outcome.conversation, job.compat) > job.threshold
+    return _with(outcome, over_threshold=over)
+
+
+def _with(outcome: Outcome, **changes: object) -> Outcome:
+    return replace(outcome, **changes)

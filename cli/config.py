@@ -1,0 +1,138 @@
+"""Provider settings: flag > environment > config file > default (SPEC §7).
+
+The config file is TOML, at ``$CTXPACK_CONFIG`` or ``$XDG_CONFIG_HOME/ctxpack/config.toml``
+(``~/.config/ctxpack/config.toml``). Top-level keys apply to every provider; a table named after a
+provider (``[openai]``, ``[anthropic]``, ``[command]``) overrides them for that provider.
+API keys come only from the environment: a config file may name the variable that holds one
+(``api_key_env``), never hold the key itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from compactor_core.errors import ConfigError
+from compactor_core.providers.registry import (
+    DEFAULT_BASE_URLS,
+    DEFAULT_MODELS,
+    KEY_VARIABLES,
+    PROVIDERS,
+    ProviderSettings,
+)
+
+FILE_KEYS = {"provider", "model", "base_url", "timeout", "retries", "command", "api_key_env"}
+FORBIDDEN_KEYS = {"api_key", "key", "token", "secret"}
+
+
+def config_path(environ: Mapping[str, str]) -> Path:
+    if environ.get("CTXPACK_CONFIG"):
+        return Path(environ["CTXPACK_CONFIG"])
+    base = environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "ctxpack" / "config.toml"
+
+
+def load_config_file(path: Path, required: bool) -> dict[str, Any]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        if required:
+            raise ConfigError(f"{path}: config file not found (CTXPACK_CONFIG)") from None
+        return {}
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read config file: {error.strerror}") from None
+    import tomllib
+
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: bad config file: {error}") from None
+
+
+def _file_settings(config: dict[str, Any], provider: str, path: Path) -> dict[str, Any]:
+    merged = {key: value for key, value in config.items() if not isinstance(value, dict)}
+    table = config.get(provider)
+    if isinstance(table, dict):
+        merged.update(table)
+    for key in merged:
+        if key in FORBIDDEN_KEYS:
+            raise ConfigError(
+                f"{path}: {key!r} is not allowed: keep API keys in the environment "
+                "(name the variable with api_key_env)"
+            )
+        if key not in FILE_KEYS:
+            raise ConfigError(f"{path}: unknown setting {key!r}")
+    return merged
+
+
+def _number(kind: Callable[[str], Any], name: str) -> Callable[[Any], Any]:
+    def convert(value: Any) -> Any:
+        try:
+            converted = kind(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{name} must be a number, got {value!r}") from None
+        if converted < 0:
+            raise ConfigError(f"{name} must not be negative, got {value!r}")
+        return converted
+
+    return convert
+
+
+def resolve_provider(flags: Mapping[str, Any], environ: Mapping[str, str]) -> ProviderSettings:
+    """Resolve the provider settings from flags, the environment and the config file."""
+    path = config_path(environ)
+    config = load_config_file(path, required=bool(environ.get("CTXPACK_CONFIG")))
+    top = {key: value for key, value in config.items() if not isinstance(value, dict)}
+
+    def first(flag: str, variables: tuple[str, ...], file_value: Any, default: Any) -> Any:
+        if flags.get(flag) is not None:
+            return flags[flag]
+        for variable in variables:
+            if environ.get(variable):
+                return environ[variable]
+        return default if file_value is None else file_value
+
+    name = first("provider", ("CTXPACK_PROVIDER",), top.get("provider"), "extractive")
+    if name not in PROVIDERS:
+        raise ConfigError(f"unknown provider {name!r}: choose one of {', '.join(PROVIDERS)}")
+    file = _file_settings(config, name, path)
+    prefix = name.upper()
+    key_variable = file.get("api_key_env") or KEY_VARIABLES.get(name)
+    settings = ProviderSettings(
+        name=name,
+        model=first("model", ("CTXPACK_MODEL",), file.get("model"), DEFAULT_MODELS.get(name)),
+        base_url=first(
+            "base_url",
+            ("CTXPACK_BASE_URL", f"{prefix}_BASE_URL"),
+            file.get("base_url"),
+            DEFAULT_BASE_URLS.get(name),
+        ),
+        api_key=environ.get(key_variable) if key_variable else None,
+        key_variable=key_variable,
+        timeout=_number(float, "timeout")(
+            first("timeout", ("CTXPACK_TIMEOUT",), file.get("timeout"), 60.0)
+        ),
+        retries=_number(int, "retries")(
+            first("retries", ("CTXPACK_RETRIES",), file.get("retries"), 2)
+        ),
+        command=first("command", ("CTXPACK_COMMAND",), file.get("command"), None),
+    )
+    _check_complete(settings)
+    return settings
+
+
+def _check_complete(settings: ProviderSettings) -> None:
+    if settings.name == "command" and not settings.command:
+        raise ConfigError("provider 'command' needs a command: use --command or CTXPACK_COMMAND")
+    # A local server (Ollama, llama.cpp, vLLM, ...) may need no key; the hosted services do.
+    needs_key = settings.base_url is not None and settings.base_url == DEFAULT_BASE_URLS.get(
+        settings.name
+    )
+    if needs_key and not settings.api_key:
+        raise ConfigError(f"no API key for provider {settings.name!r}: set {settings.key_variable}")
+
+
+def environment() -> Mapping[str, str]:
+    return os.environ

@@ -1,0 +1,27 @@
+"""The interface between full compaction and whoever writes the summary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..formats import Message
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """Everything a provider may use: the two prompts, the budget, and the history itself."""
+
+    system: str  # the system prompt
+    user: str  # the user prompt: the instruction and the serialized history
+    max_tokens: int
+    messages: list[Message]  # the history being summarized (micro-compacted, as sent)
+    lang: str = "zh"
+
+
+class Summarizer(Protocol):
+    """Writes a summary, or raises ProviderError (RetryableProviderError when worth retrying)."""
+
+    name: str
+
+    def summarize(self, request: SummaryRequest) -> str: ...

@@ -1,0 +1,57 @@
+"""Provider settings, and building a provider from them.
+
+Settings are plain frozen data so they can travel to batch worker processes; the API key is kept
+out of their ``repr`` so it cannot leak into a log line or an error message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import ConfigError
+from .base import Summarizer
+
+PROVIDERS = ("extractive", "openai", "anthropic", "command")
+KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+DEFAULT_BASE_URLS = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+}
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    name: str = "extractive"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    key_variable: str | None = None  # where the key came from, for error messages
+    timeout: float = 60.0
+    retries: int = 2
+    command: str | None = None
+
+    @property
+    def is_network(self) -> bool:
+        return self.name in KEY_VARIABLES
+
+
+def build_provider(settings: ProviderSettings) -> Summarizer:
+    """The provider the settings name; raise ConfigError if they do not make a usable one."""
+    if settings.name == "extractive":
+        from .extractive import ExtractiveSummarizer
+
+        return ExtractiveSummarizer()
+    if settings.name == "openai":
+        from .openai import OpenAISummarizer
+
+        return OpenAISummarizer(settings)
+    if settings.name == "anthropic":
+        from .anthropic import AnthropicSummarizer
+
+        return AnthropicSummarizer(settings)
+    if settings.name == "command":
+        from .command import CommandSummarizer
+
+        return CommandSummarizer(settings)
+    raise ConfigError(f"unknown provider {settings.name!r}: choose one of {', '.join(PROVIDERS)}")
