@@ -14,10 +14,10 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $@
 
+# The main job: automatic compaction of the bundled session, offline (built-in summarizer), with a
+# threshold low enough that full compaction happens. Figures and the snapshot path go to stderr.
 run: install
-	@echo "== estimate before"; $(BIN)/ctxpack estimate $(EXAMPLE)
-	@echo "== micro: old tool results become markers"
-	$(BIN)/ctxpack micro --stats $(EXAMPLE) --no-transcript | $(BIN)/ctxpack estimate
+	$(BIN)/ctxpack auto --threshold 1000 --stats --pretty $(EXAMPLE)
 
 test: install
 	$(BIN)/python -m pytest

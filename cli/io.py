@@ -21,35 +21,45 @@ class Input:
 
     @property
     def label(self) -> str:
-        return "<stdin>" if self.name == STDIN else self.name
+        return label(self.name)
 
     def parse(self) -> Conversation:
         return parse(self.data, self.label)
+
+
+def label(name: str) -> str:
+    """How an input is named in messages."""
+    return "<stdin>" if name == STDIN else name
 
 
 def input_names(files: tuple[str, ...]) -> tuple[str, ...]:
     """The inputs to read; standard input when none are named, unless it is a terminal."""
     if files:
         return files
-    if sys.stdin.isatty():
+    if sys.stdin is None or sys.stdin.isatty():  # None: standard input is closed
         raise click.UsageError("no input: name a file, or pipe a conversation into standard input")
     return (STDIN,)
 
 
 def read_input(name: str) -> Input:
-    if name == STDIN:
-        return Input(name, sys.stdin.buffer.read())
     try:
+        if name == STDIN:
+            if sys.stdin is None:
+                raise InputUnreadable("<stdin>: standard input is closed")
+            return Input(name, sys.stdin.buffer.read())
         return Input(name, Path(name).read_bytes())
     except FileNotFoundError:
         raise InputUnreadable(f"{name}: no such file") from None
     except IsADirectoryError:
         raise InputUnreadable(f"{name}: is a directory (add --recursive)") from None
     except OSError as error:
-        raise InputUnreadable(f"{name}: cannot read: {error.strerror}") from None
+        label = "<stdin>" if name == STDIN else name
+        raise InputUnreadable(f"{label}: cannot read: {error.strerror}") from None
 
 
 def write_stdout(data: bytes) -> None:
+    if sys.stdout is None:
+        raise OutputError("<stdout>: standard output is closed")
     try:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()

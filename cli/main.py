@@ -12,6 +12,7 @@ import click
 from compactor_core.errors import CtxpackError
 from compactor_core.micro import MicroSettings
 from compactor_core.pipeline import DEFAULT_THRESHOLD, Command, Job, measure
+from compactor_core.providers.registry import ProviderSettings
 from compactor_core.snapshots import SnapshotStore
 
 from . import io, options
@@ -110,11 +111,12 @@ def estimate(
 @options.micro_options
 @options.compat_option
 @options.output_options
+@options.batch_options
 @options.snapshot_options
 def micro(files: tuple[str, ...], **settings: Any) -> None:
     """Replace old tool results with [truncated: TOOL result, N chars] markers (no model call)."""
     job = Job("micro", _micro_settings(settings), compat=settings["compat"] == "bareagent")
-    transform(files, job, Output.from_options(settings))
+    transform(files, job, Output.from_options(settings), ProviderSettings())
 
 
 @cli.command(epilog=TABLE)
@@ -124,6 +126,7 @@ def micro(files: tuple[str, ...], **settings: Any) -> None:
 @options.summary_options
 @options.provider_options
 @options.output_options
+@options.batch_options
 @options.snapshot_options
 def full(files: tuple[str, ...], **settings: Any) -> None:
     """Have a provider summarize the history; keep system messages and the pending turn.
@@ -147,6 +150,7 @@ def full(files: tuple[str, ...], **settings: Any) -> None:
 @options.summary_options
 @options.provider_options
 @options.output_options
+@options.batch_options
 @options.snapshot_options
 def auto(files: tuple[str, ...], **settings: Any) -> None:
     """Micro compaction every time; full compaction when the estimate is over the threshold."""
@@ -161,7 +165,6 @@ def _micro_settings(settings: dict[str, Any]) -> MicroSettings:
 
 def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, Any]) -> None:
     from compactor_core.full import FullSettings
-    from compactor_core.providers.registry import build_provider
 
     from .config import environment, resolve_provider
 
@@ -182,8 +185,7 @@ def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, A
         compat=compat,
     )
     out = Output.from_options(settings)
-    provider = build_provider(resolve_provider(settings, environment()))
-    transform(files, job, out, provider)
+    transform(files, job, out, resolve_provider(settings, environment()))
 
 
 # --- restore -------------------------------------------------------------------------------------

@@ -146,3 +146,38 @@ provider_options = bundle(
         help="provider command: the program to run (split like a shell, never run by one).",
     ),
 )
+
+batch_options = bundle(
+    click.option(
+        "-r", "--recursive", is_flag=True, help="Folders among the inputs: do their files too."
+    ),
+    click.option(
+        "--glob",
+        "globs",
+        multiple=True,
+        metavar="PATTERN",
+        help="Which files in folders (repeatable) [default: *.json, *.jsonl].",
+    ),
+    click.option(
+        "-O",
+        "--output-dir",
+        type=click.Path(file_okay=False),
+        help="Write results here, mirroring the folders, instead of over the inputs.",
+    ),
+    click.option(
+        "-j",
+        "--jobs",
+        type=click.IntRange(min=1),
+        help="Worker processes for a batch [default: the number of cores].",
+    ),
+    click.option(
+        "--max-concurrency",
+        type=click.IntRange(min=1),
+        default=8,
+        show_default=True,
+        help="Summary requests in flight at once when a model writes the summaries.",
+    ),
+    click.option("--dry-run", is_flag=True, help="Report what would change; write nothing."),
+    click.option("--fail-fast", is_flag=True, help="Stop at the first file that fails."),
+    click.option("--json", "json_report", is_flag=True, help="Print a JSON report on stdout."),
+)

@@ -1,8 +1,14 @@
-"""Running micro, full or auto over every input and writing each result where the options say."""
+"""Running micro, full or auto over the inputs, and writing each result where the options say.
+
+Standard input and single files stream to stdout (or ``-o``). ``--in-place`` and ``--output-dir``
+turn the run into a batch over files and folders, done in parallel by the core's batch module.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -11,11 +17,19 @@ import click
 
 from compactor_core import pipeline
 from compactor_core.atomic import atomic_write
+from compactor_core.batch import (
+    DEFAULT_GLOBS,
+    BatchSettings,
+    FileReport,
+    clean_up_after_killed_runs,
+    find_targets,
+    run_batch,
+)
 from compactor_core.errors import CtxpackError
-from compactor_core.files import InPlace, SourceFile, replace_file
-from compactor_core.formats import dump, parse
-from compactor_core.providers.base import Summarizer
-from compactor_core.snapshots import SnapshotStore, check_session_id, session_id_for_file
+from compactor_core.files import InPlace
+from compactor_core.formats import dump, dumps
+from compactor_core.providers.registry import ProviderSettings, build_provider
+from compactor_core.snapshots import SnapshotStore, check_session_id
 
 from . import io
 from .exit_codes import ExitStatus, status_for
@@ -23,16 +37,24 @@ from .exit_codes import ExitStatus, status_for
 
 @dataclass(frozen=True)
 class Output:
-    """Where results go and what is reported, from the shared output and snapshot options."""
+    """Where results go and what is reported, from the shared options."""
 
-    output: str | None
-    in_place: bool
-    pretty: bool
-    backup: str | None
-    stats: bool
-    strict: bool
-    snapshots: SnapshotStore | None
-    session_id: str
+    output: str | None = None
+    in_place: bool = False
+    output_dir: str | None = None
+    pretty: bool = False
+    backup: str | None = None
+    stats: bool = False
+    strict: bool = False
+    snapshots: SnapshotStore | None = None
+    session_id: str = "default"
+    recursive: bool = False
+    globs: tuple[str, ...] = DEFAULT_GLOBS
+    jobs: int | None = None
+    max_concurrency: int = 8
+    dry_run: bool = False
+    fail_fast: bool = False
+    json_report: bool = False
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> Output:
@@ -42,101 +64,200 @@ class Output:
         return cls(
             output=options["output"],
             in_place=options["in_place"],
+            output_dir=options["output_dir"],
             pretty=options["pretty"],
             backup=options["backup"],
             stats=options["stats"],
             strict=options.get("strict", False),
             snapshots=snapshots,
             session_id=check_session_id(options["session_id"]),
+            recursive=options["recursive"],
+            globs=tuple(options["globs"]) or DEFAULT_GLOBS,
+            jobs=options["jobs"],
+            max_concurrency=options["max_concurrency"],
+            dry_run=options["dry_run"],
+            fail_fast=options["fail_fast"],
+            json_report=options["json_report"],
         )
+
+    @property
+    def is_batch(self) -> bool:
+        return self.in_place or self.output_dir is not None
 
 
 def transform(
-    files: tuple[str, ...], job: pipeline.Job, out: Output, provider: Summarizer | None = None
+    files: tuple[str, ...], job: pipeline.Job, out: Output, provider: ProviderSettings
 ) -> None:
-    """Run ``job`` over every input; a failed file is reported and the rest go on."""
+    """Run ``job`` over every input; a failed input is reported and the rest go on."""
     names = io.input_names(files)
     _check(names, out)
-    job = replace(job, measure=out.stats)
+    if out.is_batch:
+        _batch(names, job, out, provider)
+    else:
+        _stream(names, replace(job, measure=out.stats), out, provider)
+
+
+def _check(names: tuple[str, ...], out: Output) -> None:
+    conflicts = [
+        (out.in_place and out.output_dir is not None, "--in-place and --output-dir"),
+        (out.is_batch and out.output is not None, "--output and --in-place or --output-dir"),
+        (out.backup is not None and not out.in_place, "--backup without --in-place"),
+        (out.dry_run and not out.is_batch, "--dry-run without --in-place or --output-dir"),
+        (out.is_batch and io.STDIN in names, "standard input with --in-place or --output-dir"),
+        (out.output is not None and len(names) > 1, "--output with several inputs"),
+    ]
+    for conflict, what in conflicts:
+        if conflict:
+            raise click.UsageError(f"cannot use {what}")
+
+
+# --- streaming to stdout -------------------------------------------------------------------------
+
+
+def _stream(
+    names: tuple[str, ...], job: pipeline.Job, out: Output, provider_settings: ProviderSettings
+) -> None:
+    provider = build_provider(provider_settings) if job.command != "micro" else None
+    context = pipeline.Context(provider, out.snapshots, out.session_id)
     failures: list[ExitStatus] = []
     for name in names:
         try:
-            outcome = _one(name, job, out, provider)
+            outcome = pipeline.run(job, io.read_input(name).parse(), context)
+            data = dump(outcome.conversation, out.pretty)
+            if out.output and out.output != io.STDIN:
+                atomic_write(Path(out.output), data)
+            else:
+                io.write_stdout(data)
         except CtxpackError as error:
             if len(names) == 1:
                 raise
             io.warn(str(error))
             failures.append(status_for(error))
             continue
-        failures.extend(_report(name, outcome, job, out))
-    if failures:
-        sys.exit(failures[0] if len(set(failures)) == 1 else ExitStatus.NOT_OVER)
+        report = FileReport.of(io.label(name), outcome)
+        failures.extend(_warn(report, job, out))
+        if out.stats:
+            io.warn(_stats_line(report))
+            for path in outcome.snapshots:
+                io.warn(f"{report.label}: snapshot saved: {path}")
+    _exit_for(failures)
 
 
-def _check(names: tuple[str, ...], out: Output) -> None:
-    if out.in_place:
-        if out.output:
-            raise click.UsageError("--in-place and --output cannot be used together")
-        if io.STDIN in names:
-            raise click.UsageError("--in-place needs file arguments, not standard input")
-    elif out.backup:
-        raise click.UsageError("--backup goes with --in-place")
-    elif out.output and len(names) > 1:
-        raise click.UsageError("--output takes one input; use --in-place for several files")
+# --- batches -------------------------------------------------------------------------------------
 
 
-def _one(
-    name: str, job: pipeline.Job, out: Output, provider: Summarizer | None
-) -> pipeline.Outcome:
-    if out.in_place:
-        source = SourceFile.read(Path(name))
-        context = pipeline.Context(provider, out.snapshots, session_id_for_file(Path(name)))
-        outcome = pipeline.run(job, parse(source.data, name), context)
-        if outcome.changed:
-            settings = InPlace(out.pretty, out.backup, out.snapshots)
-            replace_file(source, outcome.conversation, settings, name, bool(outcome.snapshots))
-        return outcome
-    context = pipeline.Context(provider, out.snapshots, out.session_id)
-    outcome = pipeline.run(job, io.read_input(name).parse(), context)
-    data = dump(outcome.conversation, out.pretty)
-    if out.output and out.output != io.STDIN:
-        atomic_write(Path(out.output), data)
-    else:
-        io.write_stdout(data)
-    return outcome
+def _batch(
+    names: tuple[str, ...], job: pipeline.Job, out: Output, provider: ProviderSettings
+) -> None:
+    output_dir = Path(out.output_dir) if out.output_dir else None
+    skip = [out.snapshots.directory] if out.snapshots else []
+    targets = find_targets(names, out.recursive, out.globs, output_dir, skip)
+    clean_up_after_killed_runs(targets, skip)
+    settings = BatchSettings(
+        replace(job, measure=True),
+        InPlace(out.pretty, out.backup, out.snapshots),
+        out.dry_run,
+    )
+    reports = run_batch(
+        targets, settings, provider, out.jobs or os.cpu_count() or 1, out.max_concurrency
+    )
+    done: list[FileReport] = []
+    failures: list[ExitStatus] = []
+    for report in _with_progress(reports, len(targets)):
+        done.append(report)
+        statuses = [status_for(report.error)] if report.error else _warn(report, job, out)
+        if report.error:
+            io.warn(str(report.error))
+        elif out.stats:
+            io.warn(_stats_line(report))
+        failures.extend(statuses)
+        if statuses and out.fail_fast:
+            reports.close()
+            break
+    if len(targets) > 1 or out.stats or out.dry_run:
+        io.warn(_summary_line(done, len(targets), out.dry_run))
+    if out.json_report:
+        io.write_stdout(dumps(_json_report(done, len(targets), out.dry_run)) + b"\n")
+    _exit_for(failures)
 
 
-def _report(
-    name: str, outcome: pipeline.Outcome, job: pipeline.Job, out: Output
-) -> list[ExitStatus]:
-    """Warn about what went wrong with one input; return the exit statuses it calls for."""
-    label = "<stdin>" if name == io.STDIN else name
+def _with_progress(reports: Iterator[FileReport], total: int) -> Iterator[FileReport]:
+    if not sys.stderr.isatty() or total < 2:
+        yield from reports
+        return
+    with click.progressbar(length=total, file=sys.stderr, label="compacting") as bar:
+        for report in reports:
+            bar.update(1)
+            yield report
+
+
+# --- reporting -----------------------------------------------------------------------------------
+
+
+def _warn(report: FileReport, job: pipeline.Job, out: Output) -> list[ExitStatus]:
+    """Warn of a failed summary or a result still too big; return the statuses they call for."""
     statuses = []
-    if outcome.error is not None:
+    if report.summary_error is not None:
         kept = "micro-compacted result kept" if job.command == "auto" else "input left as it was"
-        io.warn(f"{label}: summary failed, {kept}: {outcome.error}")
+        io.warn(f"{report.label}: summary failed, {kept}: {report.summary_error}")
         if out.strict:
-            statuses.append(status_for(outcome.error))
-    if outcome.over_threshold:
+            statuses.append(status_for(report.summary_error))
+    if report.over_threshold:
         io.warn(
-            f"{label}: still over the threshold of {job.threshold} tokens after compaction "
-            "(the system messages and the pending turn alone are too big)"
+            f"{report.label}: still over the threshold of {job.threshold} tokens after "
+            "compaction (the system messages and the pending turn alone are too big)"
         )
         if out.strict:
             statuses.append(ExitStatus.PROVIDER_FAILED)
-    if out.stats:
-        io.warn(_stats_line(label, outcome))
-        for path in outcome.snapshots:
-            io.warn(f"{label}: snapshot saved: {path}")
     return statuses
 
 
-def _stats_line(label: str, outcome: pipeline.Outcome) -> str:
-    parts = [
-        f"{outcome.micro.truncated} tool results truncated",
-        f"{outcome.micro.chars_removed} chars removed",
-    ]
-    if outcome.full != "not run":
-        parts.append(f"summary: {outcome.full}")
-    parts.append(f"tokens {outcome.tokens_before} -> {outcome.tokens_after}")
-    return f"{label}: " + ", ".join(parts)
+def _stats_line(report: FileReport) -> str:
+    parts = [f"{report.truncated} tool results truncated"]
+    if report.summary != "not run":
+        parts.append(f"summary: {report.summary}")
+    parts.append(f"tokens {report.tokens_before} -> {report.tokens_after}")
+    return f"{report.label}: " + ", ".join(parts)
+
+
+def _summary_line(done: list[FileReport], total: int, dry_run: bool) -> str:
+    changed = sum(report.changed for report in done)
+    failed = sum(report.error is not None for report in done)
+    before = sum(report.tokens_before or 0 for report in done if not report.error)
+    after = sum(report.tokens_after or 0 for report in done if not report.error)
+    verb = "would change" if dry_run else "changed"
+    line = f"{total} files, {changed} {verb}, {failed} failed, tokens {before} -> {after}"
+    if len(done) < total:
+        line += f" ({total - len(done)} not done)"
+    return line
+
+
+def _json_report(done: list[FileReport], total: int, dry_run: bool) -> dict[str, Any]:
+    return {
+        "files": total,
+        "done": len(done),
+        "changed": sum(report.changed for report in done),
+        "failed": sum(report.error is not None for report in done),
+        "dry_run": dry_run,
+        "tokens_before": sum(report.tokens_before or 0 for report in done),
+        "tokens_after": sum(report.tokens_after or 0 for report in done),
+        "results": [
+            {
+                "path": report.label,
+                "changed": report.changed,
+                "error": str(report.error) if report.error else None,
+                "summary": report.summary,
+                "summary_error": str(report.summary_error) if report.summary_error else None,
+                "truncated": report.truncated,
+                "tokens_before": report.tokens_before,
+                "tokens_after": report.tokens_after,
+            }
+            for report in sorted(done, key=lambda report: report.label)
+        ],
+    }
+
+
+def _exit_for(failures: list[ExitStatus]) -> None:
+    """0 when all went well; the failures' status when they agree; else 1."""
+    if failures:
+        sys.exit(failures[0] if len(set(failures)) == 1 else ExitStatus.NOT_OVER)

@@ -1,13 +1,17 @@
 """Atomic file writes: a reader sees the old file or the new one, never a mix.
 
 Temporary files sit beside their target (same filesystem, so the rename is atomic) under a name
-that ends in TEMP_SUFFIX, so a run that was killed midway can be cleaned up by the next one.
+``.{target}.{pid}.{random}.ctxpack-tmp``, so a run that was killed midway leaves nothing a reader
+could mistake for data, and the next run can tell its leftovers (their process is gone) from the
+temporary files of a run still going on.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import stat
 import tempfile
 from pathlib import Path
 
@@ -19,7 +23,8 @@ NEW_FILE_MODE = 0o644
 
 def write_temp(directory: Path, name: str, data: bytes, mode: int = 0o600) -> Path:
     """Write ``data`` to a new, fsynced temporary file in ``directory`` and return its path."""
-    fd, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=TEMP_SUFFIX, dir=directory)
+    prefix = f".{name[:100]}.{os.getpid()}."  # short enough for any file-name limit
+    fd, temp = tempfile.mkstemp(prefix=prefix, suffix=TEMP_SUFFIX, dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -33,22 +38,41 @@ def write_temp(directory: Path, name: str, data: bytes, mode: int = 0o600) -> Pa
 
 
 def atomic_write(path: Path, data: bytes, new_file_mode: int = NEW_FILE_MODE) -> None:
-    """Replace ``path`` with ``data`` atomically, keeping an existing file's permission bits."""
+    """Replace ``path`` with ``data`` atomically, keeping an existing file's permission bits.
+
+    A symbolic link is followed (the file it points to is replaced, the link stays), and what is
+    not a regular file (``/dev/null``, a named pipe, a terminal) is written to directly: renaming
+    over it would replace the device or pipe itself.
+    """
     path = Path(path)
+    target = Path(os.path.realpath(path))
     try:
-        mode = path.stat().st_mode & 0o7777
+        status = target.stat()
     except FileNotFoundError:
         mode = new_file_mode
     except OSError as error:
         raise OutputError(f"{path}: cannot write: {error.strerror}") from None
+    else:
+        if not stat.S_ISREG(status.st_mode):
+            _write_directly(path, target, data)
+            return
+        mode = status.st_mode & 0o7777
     try:
-        temp = write_temp(path.parent, path.name, data, mode)
+        temp = write_temp(target.parent, target.name, data, mode)
         try:
-            os.replace(temp, path)
+            os.replace(temp, target)
         except BaseException:
             _remove(temp)
             raise
-        fsync_directory(path.parent)
+        fsync_directory(target.parent)
+    except OSError as error:
+        raise OutputError(f"{path}: cannot write: {error.strerror or error}") from None
+
+
+def _write_directly(path: Path, target: Path, data: bytes) -> None:
+    try:
+        with open(target, "wb") as handle:
+            handle.write(data)
     except OSError as error:
         raise OutputError(f"{path}: cannot write: {error.strerror or error}") from None
 
@@ -61,6 +85,34 @@ def fsync_directory(directory: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def remove_stale_temp_files(directory: Path) -> int:
+    """Delete the temporary files that killed runs left in ``directory``; return how many."""
+    removed = 0
+    try:
+        names = [name for name in os.listdir(directory) if name.endswith(TEMP_SUFFIX)]
+    except OSError:
+        return 0
+    for name in names:
+        match = _TEMP_NAME.fullmatch(name)
+        if match and not _process_alive(int(match["pid"])):
+            _remove(Path(directory) / name)
+            removed += 1
+    return removed
+
+
+_TEMP_NAME = re.compile(r"\..+\.(?P<pid>\d+)\.[^.]+" + re.escape(TEMP_SUFFIX))
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, but belongs to someone else
+        return True
+    return True
 
 
 def _remove(path: str | Path) -> None:

@@ -60,7 +60,7 @@ def full_compact(
     """Summarize the history of ``messages``; never modifies ``messages`` itself."""
     settings = settings or FullSettings()
     pending = find_pending_turn(messages, settings.compat)
-    if not _has_source(messages, pending):
+    if not has_source(messages, pending):
         return FullResult(messages, "nothing")
     taken = [snapshots.save(session_id, messages)] if snapshots else []
 
@@ -82,7 +82,7 @@ def full_compact(
     return FullResult(result, "compacted", None, tuple(taken), summary)
 
 
-def _has_source(messages: list[Message], pending: PendingTurn) -> bool:
+def has_source(messages: list[Message], pending: PendingTurn) -> bool:
     return any(
         message.get("role") != "system"
         for index, message in enumerate(messages)

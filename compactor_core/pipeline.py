@@ -14,7 +14,7 @@ from typing import Literal
 from .errors import ProviderError
 from .estimate import estimate
 from .formats import Conversation
-from .full import FullResult, FullSettings, full_compact
+from .full import FullResult, FullSettings, find_pending_turn, full_compact, has_source
 from .micro import MicroResult, MicroSettings, copy_tool_results, micro_with
 from .providers.base import Summarizer
 from .snapshots import DEFAULT_SESSION, SnapshotStore
@@ -38,7 +38,7 @@ class Outcome:
     conversation: Conversation
     changed: bool
     micro: MicroResult = field(default_factory=lambda: MicroResult(0, 0))
-    full: Literal["compacted", "nothing", "failed", "not run"] = "not run"
+    full: Literal["compacted", "nothing", "failed", "would run", "not run"] = "not run"
     error: ProviderError | None = None  # why the summary failed
     over_threshold: bool = False  # auto: the result is still too big
     tokens_before: int | None = None
@@ -71,6 +71,23 @@ def run(job: Job, conversation: Conversation, context: Context = Context()) -> O
         after = measure(outcome.conversation, job.compat)
         outcome = _with(outcome, tokens_before=before, tokens_after=after)
     return outcome
+
+
+def preview(job: Job, conversation: Conversation) -> Outcome:
+    """What ``run`` would do, with no provider call and no snapshot (``--dry-run``).
+
+    Micro compaction is done for real (it is cheap and exact); a full compaction that would be
+    attempted is reported as "would run".
+    """
+    outcome = _micro(job, conversation)
+    if job.command == "micro":
+        return outcome
+    if job.command == "auto" and measure(outcome.conversation, job.compat) <= job.threshold:
+        return outcome
+    pending = find_pending_turn(conversation.messages, job.full.compat)
+    if not has_source(conversation.messages, pending):
+        return replace(outcome, full="nothing")
+    return replace(outcome, changed=True, full="would run")
 
 
 def _micro(job: Job, conversation: Conversation) -> Outcome:

@@ -1,0 +1,237 @@
+"""Batch work: many files and folders, in parallel, each one replaced atomically.
+
+The CPU-bound work (parsing, micro compaction, the built-in summarizer) runs in ``workers``
+processes. When a model writes the summaries (a network or command provider), the time goes into
+waiting for it, so files are handled by ``max_concurrency`` threads of one process instead,
+sharing one provider (and its HTTP connection pool): a slow remote model is never serialized.
+
+Each file is handled exactly as the single-file command would handle it (``pipeline.run``), then
+written with ``files.replace_file`` (in place) or atomically into the output directory.
+
+Decisions (also in the README): folders are walked with ``recursive``; hidden folders (``.git``,
+``.transcripts``) and the snapshot folder are skipped, symbolic links to folders are not followed
+(no cycles), a file reached twice (through a link) is done once.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import signal
+from collections.abc import Iterator, Sequence
+from concurrent.futures import (
+    Executor,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    as_completed,
+)
+from dataclasses import dataclass
+from pathlib import Path
+
+from .atomic import atomic_write, remove_stale_temp_files
+from .errors import CtxpackError, InputUnreadable, ProviderError
+from .files import InPlace, SourceFile, replace_file
+from .formats import dump, parse
+from .pipeline import Context, Job, Outcome, preview, run
+from .providers.base import Summarizer
+from .providers.registry import ProviderSettings, build_provider
+from .snapshots import session_id_for_file
+
+DEFAULT_GLOBS = ("*.json", "*.jsonl")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One file to do: where it is, how reports name it, and where its result goes."""
+
+    path: Path
+    label: str
+    destination: Path | None = None  # None: in place
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    job: Job
+    writing: InPlace  # pretty, backup, snapshots
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class FileReport:
+    """What became of one file; small, so it crosses back from a worker process cheaply."""
+
+    label: str
+    changed: bool = False
+    error: CtxpackError | None = None  # the file failed: unreadable, invalid, not writable
+    summary: str = "not run"  # compacted | nothing | failed | would run | not run
+    summary_error: ProviderError | None = None
+    over_threshold: bool = False
+    truncated: int = 0
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+
+    @classmethod
+    def of(cls, label: str, outcome: Outcome) -> FileReport:
+        return cls(
+            label,
+            changed=outcome.changed,
+            summary=outcome.full,
+            summary_error=outcome.error,
+            over_threshold=outcome.over_threshold,
+            truncated=outcome.micro.truncated,
+            tokens_before=outcome.tokens_before,
+            tokens_after=outcome.tokens_after,
+        )
+
+
+# --- finding the files ---------------------------------------------------------------------------
+
+
+def find_targets(
+    paths: Sequence[str],
+    recursive: bool,
+    globs: Sequence[str] = DEFAULT_GLOBS,
+    output_dir: Path | None = None,
+    skip: Sequence[Path] = (),
+) -> list[Target]:
+    """The files named, and the matching files in the folders named (with ``recursive``)."""
+    skipped = {os.path.realpath(path) for path in skip}
+    targets: list[Target] = []
+    seen: set[str] = set()
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            if not recursive:
+                raise InputUnreadable(f"{name}: is a directory (add --recursive)")
+            found = _walk(path, globs, skipped)
+        else:
+            found = [(path, Path(path.name))]
+        for file, relative in found:
+            real = os.path.realpath(file)
+            if real in seen:
+                continue
+            seen.add(real)
+            destination = output_dir / relative if output_dir else None
+            targets.append(Target(file, str(file), destination))
+    return targets
+
+
+def _walk(root: Path, globs: Sequence[str], skipped: set[str]) -> list[tuple[Path, Path]]:
+    found = []
+    for directory, subdirectories, names in os.walk(root):
+        subdirectories[:] = sorted(
+            sub
+            for sub in subdirectories
+            if not sub.startswith(".")
+            and os.path.realpath(os.path.join(directory, sub)) not in skipped
+        )
+        for name in sorted(names):
+            if any(fnmatch.fnmatch(name, pattern) for pattern in globs):
+                file = Path(directory) / name
+                found.append((file, file.relative_to(root)))
+    return found
+
+
+def clean_up_after_killed_runs(targets: Sequence[Target], extra: Sequence[Path] = ()) -> int:
+    """Remove temporary files that runs killed midway left beside these files."""
+    directories = {target.path.parent for target in targets} | set(extra)
+    directories |= {target.destination.parent for target in targets if target.destination}
+    return sum(remove_stale_temp_files(directory) for directory in directories)
+
+
+# --- doing one file ------------------------------------------------------------------------------
+
+
+def process(target: Target, settings: BatchSettings, provider: Summarizer | None) -> FileReport:
+    """Compact one file and write the result; every failure becomes part of the report."""
+    try:
+        source = SourceFile.read(target.path)
+        conversation = parse(source.data, target.label)
+        if settings.dry_run:
+            return FileReport.of(target.label, preview(settings.job, conversation))
+        context = Context(provider, settings.writing.snapshots, session_id_for_file(target.path))
+        outcome = run(settings.job, conversation, context)
+        _write(target, source, outcome, settings.writing)
+        return FileReport.of(target.label, outcome)
+    except CtxpackError as error:
+        return FileReport(target.label, error=error)
+
+
+def _write(target: Target, source: SourceFile, outcome: Outcome, writing: InPlace) -> None:
+    if target.destination is None:
+        if outcome.changed:
+            replace_file(
+                source, outcome.conversation, writing, target.label, bool(outcome.snapshots)
+            )
+        return
+    data = dump(outcome.conversation, writing.pretty) if outcome.changed else source.data
+    if _holds(target.destination, data):
+        return  # a re-run: the result is already there
+    target.destination.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(target.destination, data, new_file_mode=source.mode & 0o7777)
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    try:
+        return path.stat().st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
+
+
+# --- doing many ----------------------------------------------------------------------------------
+
+
+def run_batch(
+    targets: Sequence[Target],
+    settings: BatchSettings,
+    provider_settings: ProviderSettings,
+    workers: int = 1,
+    max_concurrency: int = 8,
+) -> Iterator[FileReport]:
+    """Process every target; yield each report as soon as its file is done.
+
+    Stopping the iteration early (``--fail-fast``) cancels the files not yet started.
+    """
+    needs_provider = not settings.dry_run and settings.job.command != "micro"
+    if needs_provider and provider_settings.name != "extractive":  # waits on a model
+        provider = build_provider(provider_settings)
+        with ThreadPoolExecutor(max_workers=max(1, max_concurrency)) as threads:
+            futures = [threads.submit(process, target, settings, provider) for target in targets]
+            yield from _as_completed(futures, threads)
+    elif workers > 1 and len(targets) > 1:
+        with ProcessPoolExecutor(
+            max_workers=workers, initializer=_start_worker, initargs=(settings, provider_settings)
+        ) as processes:
+            futures = [processes.submit(_process_in_worker, target) for target in targets]
+            yield from _as_completed(futures, processes)
+    else:
+        provider = build_provider(provider_settings) if needs_provider else None
+        for target in targets:
+            yield process(target, settings, provider)
+
+
+def _as_completed(futures: list[Future[FileReport]], executor: Executor) -> Iterator[FileReport]:
+    try:
+        for future in as_completed(futures):
+            yield future.result()
+    finally:  # also when the consumer stops early: files not started are not started
+        executor.shutdown(wait=True, cancel_futures=True)
+
+
+_worker_settings: BatchSettings | None = None
+_worker_provider: Summarizer | None = None
+
+
+def _start_worker(settings: BatchSettings, provider_settings: ProviderSettings) -> None:
+    global _worker_settings, _worker_provider
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the batch, not each worker
+    _worker_settings = settings
+    needs_provider = not settings.dry_run and settings.job.command != "micro"
+    _worker_provider = build_provider(provider_settings) if needs_provider else None
+
+
+def _process_in_worker(target: Target) -> FileReport:
+    if _worker_settings is None:
+        raise RuntimeError("batch worker used before it was started")
+    return process(target, _worker_settings, _worker_provider)
