@@ -1,0 +1,174 @@
+"""Core speed targets: estimate, micro, start-up and peak memory, each against orjson itself.
+
+Every ratio compares ctxpack with the least any Python tool could do on the same input, in the same
+venv python, measured side by side: parsing the file with orjson (``estimate``), parsing and
+writing it back (``micro``), importing click and orjson (start-up). Peak RSS is compared with the
+input's size. For context, the in-process throughput of the estimate against a per-character
+Python loop that follows SPEC §1 literally.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import generate
+import orjson
+from harness import CTXPACK, PYTHON, Report, best_in_process, peak_rss, peak_rss_time_v
+
+from compactor_core.estimate import Counter, estimate, quarters_to_tokens, text_quarters
+
+ORJSON_LOAD = "import orjson, sys; orjson.loads(open(sys.argv[1], 'rb').read())"
+ORJSON_LOAD_DUMP = (
+    "import orjson, sys; "
+    "sys.stdout.buffer.write(orjson.dumps(orjson.loads(open(sys.argv[1], 'rb').read())))"
+)
+IMPORTS = "import click, orjson"
+SLICE_BYTES = 2 * 1024 * 1024
+MB = 1e6
+
+
+def run(report: Report) -> None:
+    big = generate.ensure(log=report.log)
+    small = generate.ensure(size=1024, log=report.log)  # start-up: about 1 KB
+    if report.wants("core.estimate"):
+        ours, base = report.time_pair(
+            [CTXPACK, "estimate", str(big)], [PYTHON, "-c", ORJSON_LOAD, str(big)]
+        )
+        report.ratio("core.estimate", ours, base, target=3.0, note="vs orjson.loads of the file")
+    if report.wants("core.micro"):
+        ours, base = report.time_pair(
+            [CTXPACK, "micro", str(big)], [PYTHON, "-c", ORJSON_LOAD_DUMP, str(big)]
+        )
+        report.ratio(
+            "core.micro", ours, base, target=3.0, note="vs orjson loads + dumps, stdout /dev/null"
+        )
+    if report.wants("core.startup"):
+        ours, base = report.time_pair(
+            [CTXPACK, "estimate", str(small)],
+            [PYTHON, "-c", IMPORTS],
+            repeat=max(report.repeat * 3, 5),  # cheap and noisy: more rounds
+        )
+        report.ratio(
+            "core.startup",
+            ours,
+            base,
+            target=1.5,
+            note=f"estimate of {small.stat().st_size} B vs python -c '{IMPORTS}'",
+        )
+    if report.wants("core.startup_nopyc") and os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        ours, base = report.time_pair(
+            [CTXPACK, "estimate", str(small)],
+            [PYTHON, "-c", IMPORTS],
+            repeat=max(report.repeat * 3, 5),
+            env=dict(os.environ),
+        )
+        report.info(
+            "core.startup_nopyc",
+            ours,
+            base,
+            "s",
+            note="as this shell runs it (PYTHONDONTWRITEBYTECODE: the project compiled each run)",
+        )
+    if report.wants("core.rss"):
+        _rss(report, big)
+    if report.wants("core.estimate_mbps"):
+        _throughput(report, big)
+
+
+def _rss(report: Report, big: Path) -> None:
+    size = big.stat().st_size
+    command = [CTXPACK, "micro", str(big)]
+    ours = max(peak_rss(command) for _ in range(3))
+    base = max(peak_rss([PYTHON, "-c", ORJSON_LOAD_DUMP, str(big)]) for _ in range(3))
+    check = peak_rss_time_v(command)
+    note = f"orjson loads + dumps peaks at {base / MB:.0f} MB ({base / size:.2f}x the file)"
+    if check is not None:
+        note += f"; /usr/bin/time -v says {check / MB:.0f} MB"
+    report.ratio("core.rss", ours / MB, size / MB, target=6.0, unit="MB", note=note)
+
+
+# --- in-process throughput of the estimate -------------------------------------------------------
+
+
+def _slice(big: Path) -> tuple[list[dict[str, Any]], int]:
+    """The first messages of the big file, about 2 MB of JSON, and their exact size."""
+    messages = orjson.loads(big.read_bytes())
+    size = 2
+    for count, message in enumerate(messages):
+        size += len(orjson.dumps(message)) + 1
+        if size >= SLICE_BYTES:
+            head = messages[: count + 1]
+            return head, len(orjson.dumps(head))
+    return messages, len(orjson.dumps(messages))
+
+
+def reference_quarters(texts: list[str]) -> int:
+    """SPEC §1 character by character, in quarters: the obvious loop the core avoids."""
+    quarters = 0
+    for text in texts:
+        for ch in text:
+            cp = ord(ch)
+            cjk = (
+                0x3000 <= cp <= 0x303F
+                or 0x3040 <= cp <= 0x30FF
+                or 0x3400 <= cp <= 0x4DBF
+                or 0x4E00 <= cp <= 0x9FFF
+                or 0xAC00 <= cp <= 0xD7AF
+                or 0xF900 <= cp <= 0xFAFF
+                or 0x20000 <= cp <= 0x2A6DF
+                or 0x2F800 <= cp <= 0x2FA1F
+            )
+            space = ch.isspace()
+            if cjk:
+                quarters += 5 if space else 6  # U+3000: 1.5 + 0.25 - 0.5
+            elif space or (cp < 128 and ch.isalnum()):
+                quarters += 1
+            else:
+                quarters += 2
+    return quarters
+
+
+def _reference_estimate(messages: list[dict[str, Any]]) -> int:
+    counter = Counter()
+    for message in messages:
+        counter.message(message)
+    return quarters_to_tokens(reference_quarters(counter.texts))
+
+
+def _throughput(report: Report, big: Path) -> None:
+    messages, size = _slice(big)
+    counter = Counter()
+    for message in messages:
+        counter.message(message)
+    texts = counter.texts
+    repeat = max(report.repeat, 3)
+    ours, tokens = best_in_process(lambda: estimate(messages), repeat)
+    base, expected = best_in_process(lambda: _reference_estimate(messages), 3)
+    if tokens != expected:
+        raise AssertionError(f"estimate {tokens} != per-character reference {expected}")
+    report.ratio(
+        "core.estimate_mbps",
+        size / ours / MB,
+        size / base / MB,
+        target=None,
+        unit="MB/s",
+        higher_is_better=True,
+        note=f"estimate() in-process on {size / MB:.1f} MB vs a per-character loop "
+        f"({tokens} tokens both)",
+    )
+    text_bytes = sum(len(text.encode()) for text in texts)
+    ours, q = best_in_process(lambda: text_quarters(texts), repeat)
+    base, q_ref = best_in_process(lambda: reference_quarters(texts), 3)
+    if q != q_ref:
+        raise AssertionError(f"text_quarters {q} != per-character reference {q_ref}")
+    report.ratio(
+        "core.text_quarters_mbps",
+        text_bytes / ours / MB,
+        text_bytes / base / MB,
+        target=None,
+        unit="MB/s",
+        higher_is_better=True,
+        note=f"character scoring alone on the slice's {text_bytes / MB:.1f} MB of text",
+    )
