@@ -5,19 +5,22 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from compactor_core import defaults
 from compactor_core.errors import CtxpackError
-from compactor_core.micro import MicroSettings
-from compactor_core.pipeline import DEFAULT_THRESHOLD, Command, Job, measure
-from compactor_core.providers.registry import ProviderSettings
-from compactor_core.snapshots import SnapshotStore
 
 from . import io, options
 from .exit_codes import TABLE, ExitStatus, status_for
-from .transform import Output, transform
+
+if TYPE_CHECKING:
+    from compactor_core.micro import MicroSettings
+    from compactor_core.pipeline import Command
+
+# Only what every command needs is imported here: a filter run on every agent turn should start
+# fast, so each command imports the rest of the core itself.
 
 
 class CtxpackGroup(click.Group):
@@ -79,7 +82,7 @@ def estimate(
     files: tuple[str, ...], compat: str, threshold: int | None, quiet: bool, as_json: bool
 ) -> None:
     """Print the estimated token count of a conversation (a fast heuristic, not a tokenizer)."""
-    from compactor_core.estimate import breakdown
+    from compactor_core.estimate import breakdown, estimate
     from compactor_core.formats import dumps
 
     names = io.input_names(files)
@@ -94,7 +97,7 @@ def estimate(
                 report = {"file": name, **report}
             line = dumps(report).decode()
         else:
-            tokens = measure(conversation, bareagent)
+            tokens = estimate(conversation.messages, conversation.system, bareagent)
             line = str(tokens) if len(names) == 1 else f"{tokens}\t{name}"
         any_over = any_over or (threshold is not None and tokens > threshold)
         if not quiet:
@@ -115,6 +118,11 @@ def estimate(
 @options.snapshot_options
 def micro(files: tuple[str, ...], **settings: Any) -> None:
     """Replace old tool results with [truncated: TOOL result, N chars] markers (no model call)."""
+    from compactor_core.pipeline import Job
+    from compactor_core.providers.registry import ProviderSettings
+
+    from .transform import Output, transform
+
     job = Job("micro", _micro_settings(settings), compat=settings["compat"] == "bareagent")
     transform(files, job, Output.from_options(settings), ProviderSettings())
 
@@ -141,7 +149,7 @@ def full(files: tuple[str, ...], **settings: Any) -> None:
 @click.option(
     "--threshold",
     type=click.IntRange(min=0),
-    default=DEFAULT_THRESHOLD,
+    default=defaults.THRESHOLD,
     show_default=True,
     help="Full compaction when the micro-compacted estimate is greater than this.",
 )
@@ -158,6 +166,8 @@ def auto(files: tuple[str, ...], **settings: Any) -> None:
 
 
 def _micro_settings(settings: dict[str, Any]) -> MicroSettings:
+    from compactor_core.micro import MicroSettings
+
     return MicroSettings(
         settings["keep_recent"], tuple(settings["exclude_tools"]), settings["min_chars"]
     )
@@ -165,8 +175,10 @@ def _micro_settings(settings: dict[str, Any]) -> MicroSettings:
 
 def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, Any]) -> None:
     from compactor_core.full import FullSettings
+    from compactor_core.pipeline import Job
 
     from .config import environment, resolve_provider
+    from .transform import Output, transform
 
     compat = settings["compat"] == "bareagent"
     full_settings = FullSettings(
@@ -181,7 +193,7 @@ def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, A
         command,
         full_settings.micro,
         full_settings,
-        threshold=settings.get("threshold", DEFAULT_THRESHOLD),
+        threshold=settings.get("threshold", defaults.THRESHOLD),
         compat=compat,
     )
     out = Output.from_options(settings)
@@ -197,7 +209,7 @@ def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, A
 @click.option(
     "--transcript-dir",
     type=click.Path(file_okay=False),
-    default=".transcripts",
+    default=defaults.TRANSCRIPT_DIR,
     show_default=True,
     envvar="CTXPACK_TRANSCRIPT_DIR",
 )
@@ -205,6 +217,7 @@ def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, A
 def restore(session_id: str | None, list_sessions: bool, transcript_dir: str, pretty: bool) -> None:
     """Print a saved transcript snapshot (like /resume), or list the saved sessions."""
     from compactor_core.formats import dumps
+    from compactor_core.snapshots import SnapshotStore
 
     store = SnapshotStore(Path(transcript_dir))
     if list_sessions == (session_id is not None):

@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from compactor_core import defaults
+
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
@@ -33,7 +35,7 @@ micro_options = bundle(
     click.option(
         "--keep-recent",
         type=int,
-        default=3,
+        default=defaults.KEEP_RECENT,
         show_default=True,
         help="Tool-result turns kept whole, newest first; 0 or less truncates them all.",
     ),
@@ -79,14 +81,14 @@ snapshot_options = bundle(
     click.option(
         "--transcript-dir",
         type=click.Path(file_okay=False),
-        default=".transcripts",
+        default=defaults.TRANSCRIPT_DIR,
         show_default=True,
         envvar="CTXPACK_TRANSCRIPT_DIR",
         help="Where transcript snapshots are saved.",
     ),
     click.option(
         "--session-id",
-        default="default",
+        default=defaults.SESSION_ID,
         show_default=True,
         envvar="CTXPACK_SESSION_ID",
         help="Session id in snapshot names ([A-Za-z0-9._:@+-], 1-128 characters).",
@@ -108,14 +110,14 @@ summary_options = bundle(
     click.option(
         "--max-tokens",
         type=click.IntRange(min=1),
-        default=2000,
+        default=defaults.MAX_TOKENS,
         show_default=True,
         help="Token budget of the summary.",
     ),
     click.option(
         "--max-prompt-tokens",
         type=click.IntRange(min=1),
-        default=100_000,
+        default=defaults.MAX_PROMPT_TOKENS,
         show_default=True,
         help="Shrink what is sent to the provider until the prompt fits (by the estimate).",
     ),
@@ -173,7 +175,7 @@ batch_options = bundle(
     click.option(
         "--max-concurrency",
         type=click.IntRange(min=1),
-        default=8,
+        default=defaults.MAX_CONCURRENCY,
         show_default=True,
         help="Summary requests in flight at once when a model writes the summaries.",
     ),

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from compactor_core import pipeline
+from compactor_core import defaults, pipeline
 from compactor_core.atomic import atomic_write
 from compactor_core.batch import (
     DEFAULT_GLOBS,
@@ -47,11 +47,11 @@ class Output:
     stats: bool = False
     strict: bool = False
     snapshots: SnapshotStore | None = None
-    session_id: str = "default"
+    session_id: str = defaults.SESSION_ID
     recursive: bool = False
     globs: tuple[str, ...] = DEFAULT_GLOBS
     jobs: int | None = None
-    max_concurrency: int = 8
+    max_concurrency: int = defaults.MAX_CONCURRENCY
     dry_run: bool = False
     fail_fast: bool = False
     json_report: bool = False

@@ -11,12 +11,13 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from . import defaults
 from .estimate import json_text
 from .formats import Message
 from .tools import UNKNOWN_TOOL, blocks, is_block, tool_names, tool_result_turns
 
 MARKER_PREFIX = "[truncated:"
-DEFAULT_KEEP_RECENT = 3
+DEFAULT_KEEP_RECENT = defaults.KEEP_RECENT
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from . import defaults
 from .errors import ProviderError
 from .estimate import estimate
 from .formats import Conversation
@@ -19,7 +20,7 @@ from .micro import MicroResult, MicroSettings, copy_tool_results, micro_with
 from .providers.base import Summarizer
 from .snapshots import DEFAULT_SESSION, SnapshotStore
 
-DEFAULT_THRESHOLD = 50_000
+DEFAULT_THRESHOLD = defaults.THRESHOLD
 Command = Literal["micro", "full", "auto"]
 
 

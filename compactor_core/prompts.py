@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import defaults
+
 SUMMARY_PREFIX = "[Context Compressed]\n"
-DEFAULT_MAX_TOKENS = 2000
+DEFAULT_MAX_TOKENS = defaults.MAX_TOKENS
 
 
 @dataclass(frozen=True)

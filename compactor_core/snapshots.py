@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from . import defaults
 from .atomic import _remove, fsync_directory, write_temp
 from .errors import ConfigError, InputUnreadable, OutputError
 from .formats import Message, dumps, parse_jsonl
 
-DEFAULT_DIRECTORY = ".transcripts"
-DEFAULT_SESSION = "default"
+DEFAULT_DIRECTORY = defaults.TRANSCRIPT_DIR
+DEFAULT_SESSION = defaults.SESSION_ID
 _SESSION_ID = re.compile(r"[A-Za-z0-9._:@+-]{1,128}")
 _NOT_ALLOWED = re.compile(r"[^A-Za-z0-9._:@+-]")
 _FILE_NAME = re.compile(r"(?P<session>.+)_(?P<stamp>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{6})\.jsonl")

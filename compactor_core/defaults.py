@@ -1,0 +1,9 @@
+"""Default settings, in one light module that the CLI can import at start-up for free."""
+
+KEEP_RECENT = 3  # tool-result turns that micro compaction keeps whole
+THRESHOLD = 50_000  # auto: full compaction above this estimate
+MAX_TOKENS = 2000  # the summary's budget
+MAX_PROMPT_TOKENS = 100_000  # what is sent to the provider is shrunk to fit this
+TRANSCRIPT_DIR = ".transcripts"
+SESSION_ID = "default"
+MAX_CONCURRENCY = 8  # summary requests in flight at once in a batch
