@@ -93,7 +93,7 @@ def json_text(value: Any) -> str:
 
 
 @dataclass(frozen=True)
-class Counter:
+class TextCollector:
     """Collects the texts that count toward the estimate; ``compat`` is the BareAgent profile."""
 
     compat: bool = False
@@ -142,7 +142,7 @@ class Counter:
 
 
 def estimate_quarters(messages: list[Message], system: Any = None, compat: bool = False) -> int:
-    counter = Counter(compat)
+    counter = TextCollector(compat)
     for message in messages:
         counter.message(message)
     if not compat:
@@ -172,26 +172,26 @@ def breakdown(messages: list[Message], system: Any = None, compat: bool = False)
 
     for message in messages:
         role = message["role"]
-        by_role[role] = by_role.get(role, 0) + _quarters_of(Counter(compat).message, message)
+        by_role[role] = by_role.get(role, 0) + _quarters_of(compat, "message", message)
         for block in blocks(message):
             if is_block(block, "tool_use"):
                 entry = tool(names.get(block.get("id"), "unknown"))
                 entry["calls"] += 1
-                entry["call_q"] += _quarters_of(Counter(compat).block, block)
+                entry["call_q"] += _quarters_of(compat, "block", block)
             elif is_block(block, "tool_result"):
                 entry = tool(names.get(block.get("tool_use_id"), "unknown"))
                 entry["results"] += 1
-                entry["result_q"] += _quarters_of(Counter(compat).value, block.get("content"))
+                entry["result_q"] += _quarters_of(compat, "value", block.get("content"))
         if not compat:
             for call in message.get("tool_calls") or ():
                 entry = tool(names.get(call.get("id"), "unknown"))
                 entry["calls"] += 1
-                entry["call_q"] += _quarters_of(Counter().message, {"tool_calls": [call]})
+                entry["call_q"] += _quarters_of(False, "message", {"tool_calls": [call]})
         if role == "tool":
             entry = tool(names.get(message.get("tool_call_id"), "unknown"))
             entry["results"] += 1
-            entry["result_q"] += _quarters_of(Counter(compat).value, message.get("content"))
-    system_q = 0 if compat else _quarters_of(Counter().value, system)
+            entry["result_q"] += _quarters_of(compat, "value", message.get("content"))
+    system_q = 0 if compat else _quarters_of(False, "value", system)
     total = sum(by_role.values()) + system_q
     report: dict[str, Any] = {
         "tokens": quarters_to_tokens(total),
@@ -215,7 +215,8 @@ def breakdown(messages: list[Message], system: Any = None, compat: bool = False)
     return report
 
 
-def _quarters_of(method: Any, value: Any) -> int:
-    """Run one Counter method over ``value`` and return the quarters it collected."""
-    method(value)
-    return method.__self__.quarters()
+def _quarters_of(compat: bool, part: str, value: Any) -> int:
+    """The quarters of one part (``"message"``, ``"block"`` or ``"value"``) on its own."""
+    collector = TextCollector(compat)
+    getattr(collector, part)(value)
+    return collector.quarters()
