@@ -174,8 +174,8 @@ def breakdown(messages: list[Message], system: Any = None, compat: bool = False)
         role = message["role"]
         by_role[role] = by_role.get(role, 0) + _quarters_of(compat, "message", message)
         for block in blocks(message):
-            if is_block(block, "tool_use"):
-                entry = tool(names.get(block.get("id"), "unknown"))
+            if is_block(block, "tool_use"):  # a call is counted under its own name
+                entry = tool(_name(block.get("name")))
                 entry["calls"] += 1
                 entry["call_q"] += _quarters_of(compat, "block", block)
             elif is_block(block, "tool_result"):
@@ -184,7 +184,7 @@ def breakdown(messages: list[Message], system: Any = None, compat: bool = False)
                 entry["result_q"] += _quarters_of(compat, "value", block.get("content"))
         if not compat:
             for call in message.get("tool_calls") or ():
-                entry = tool(names.get(call.get("id"), "unknown"))
+                entry = tool(_name((call.get("function") or {}).get("name")))
                 entry["calls"] += 1
                 entry["call_q"] += _quarters_of(False, "message", {"tool_calls": [call]})
         if role == "tool":
@@ -213,6 +213,10 @@ def breakdown(messages: list[Message], system: Any = None, compat: bool = False)
     if system is not None and not compat:
         report["envelope_system"] = system_q / 4
     return report
+
+
+def _name(value: Any) -> str:
+    return value if isinstance(value, str) else "unknown"
 
 
 def _quarters_of(compat: bool, part: str, value: Any) -> int:
