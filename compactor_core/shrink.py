@@ -2,22 +2,28 @@
 
 A conversation already too big for the model can still be compacted: what is *sent* shrinks in
 fixed steps until the prompt fits — every tool result becomes a marker, then the middle of each
-long text is cut out, then the oldest messages are dropped (a previous summary stays first).
+long text is cut out, then the oldest messages are dropped (a previous summary and the first
+user request stay).
 The conversation itself is never changed here; shrinking works on copies.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from . import defaults
 from .estimate import json_text, quarters_to_tokens, text_quarters
 from .formats import Message
 from .micro import copy_tool_results, micro_compact
 from .prompts import SUMMARY_PREFIX, user_prompt
 from .serialize import serialize
 
-DEFAULT_MAX_PROMPT_TOKENS = 100_000
+DEFAULT_MAX_PROMPT_TOKENS = defaults.MAX_PROMPT_TOKENS
 LONG_TEXT = 2000  # characters; longer texts lose their middle in the second step
+LONG_INPUT = (
+    4 * LONG_TEXT
+)  # a tool input still longer than this once its strings are cut goes whole
 KEEP_HEAD, KEEP_TAIL = 1200, 600
 
 
@@ -82,22 +88,55 @@ def _cut_block(block: Any) -> Any:
         return cut_middle(block)
     if not isinstance(block, dict):
         return block
+    if block.get("type") not in ("text", "tool_use", "tool_result"):
+        # Another block goes out as its content, its text or its whole JSON (a thinking block
+        # with its signature, an image with its data): any long string in it is cut.
+        return _cut_strings(block)
     cut = dict(block)
     for key in ("text", "content"):
         if isinstance(block.get(key), str):
             cut[key] = cut_middle(block[key])
     if block.get("type") == "tool_result" and isinstance(block.get("content"), list):
         cut["content"] = [_cut_block(item) for item in block["content"]]
-    if block.get("type") == "tool_use" and len(json_text(block.get("input"))) > LONG_TEXT:
-        cut["input"] = cut_middle(json_text(block.get("input")))
+    if block.get("type") == "tool_use" and "input" in block:
+        cut["input"] = _cut_input(block["input"])
     return cut
+
+
+def _cut_input(value: Any) -> Any:
+    """A long tool input with the middle of each long string cut out, so that its keys (a file
+    path, a command) still reach the model; if that is not enough, its JSON text, cut."""
+    if len(json_text(value)) <= LONG_TEXT:
+        return value
+    cut = _cut_strings(value)
+    text = json_text(cut)
+    return cut if len(text) <= LONG_INPUT else cut_middle(text)
+
+
+def _cut_strings(value: Any) -> Any:
+    if isinstance(value, str):
+        return cut_middle(value)
+    if isinstance(value, dict):
+        return {key: _cut_strings(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_cut_strings(item) for item in value]
+    return value
 
 
 def _cut_call(call: Any) -> Any:
     function = call.get("function") if isinstance(call, dict) else None
     if not isinstance(function, dict) or not isinstance(function.get("arguments"), str):
         return call
-    return {**call, "function": {**function, "arguments": cut_middle(function["arguments"])}}
+    arguments = function["arguments"]
+    if len(arguments) <= LONG_TEXT:
+        return call
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        parsed = None
+    cut = _cut_input(parsed) if isinstance(parsed, dict | list) else arguments
+    arguments = cut_middle(cut) if isinstance(cut, str) else json_text(cut)
+    return {**call, "function": {**function, "arguments": arguments}}
 
 
 # --- dropping the oldest messages ----------------------------------------------------------------
@@ -106,20 +145,48 @@ def _cut_call(call: Any) -> Any:
 def _drop_oldest(
     source: list[Message], names: dict[Any, str], lang: str, system: str, budget: int
 ) -> list[Message]:
-    """Keep the newest messages that fit, and a previous summary in front of them."""
-    keep_first = bool(source) and _is_previous_summary(source[0])
-    head = source[:1] if keep_first else []
-    rest = source[1:] if keep_first else source
+    """Keep the newest messages that fit, behind those that say what the work is for.
+
+    A previous summary and the first user request stay, whatever their age: without them the
+    summary would lose the goal of the whole session.
+    """
+    pinned = _pinned(source)
+    head = [source[index] for index in pinned]
     fixed = text_quarters([system, user_prompt(lang, serialize(head, names))])
     room = budget * 4 - fixed
-    kept: list[Message] = []
-    for message in reversed(rest):
+    kept: list[int] = []
+    for index in range(len(source) - 1, -1, -1):
+        if index in pinned:
+            continue
         # each message adds its block of lines plus the blank line that separates it
-        room -= text_quarters([serialize([message], names)]) + 2
-        if room < 0 and kept:
+        room -= text_quarters([serialize([source[index]], names)]) + 2
+        if room < 0 and (kept or pinned):
             break
-        kept.append(message)
-    return head + kept[::-1]
+        kept.append(index)
+    return [source[index] for index in sorted({*pinned, *kept})]
+
+
+def _pinned(source: list[Message]) -> tuple[int, ...]:
+    """Indexes of a previous summary (if the source starts with one) and the first request."""
+    pinned = [0] if source and _is_previous_summary(source[0]) else []
+    for index, message in enumerate(source):
+        if index not in pinned and message.get("role") == "user" and _has_text(message):
+            pinned.append(index)
+            break
+    return tuple(pinned)
+
+
+def _has_text(message: Message) -> bool:
+    content = message.get("content")
+    if isinstance(content, str):
+        return bool(content.strip())
+    return any(
+        isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+        and block["text"].strip()
+        for block in content or ()
+    )
 
 
 def _is_previous_summary(message: Message) -> bool:
@@ -127,5 +194,5 @@ def _is_previous_summary(message: Message) -> bool:
     return (
         message.get("role") == "user"
         and isinstance(content, str)
-        and (content.startswith(SUMMARY_PREFIX))
+        and content.startswith(SUMMARY_PREFIX)
     )

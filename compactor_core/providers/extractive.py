@@ -3,9 +3,10 @@
 It writes the six parts the prompt asks for — goal, work done, key constraints, important file
 paths, key tool results (errors first), what is needed to continue — from the messages themselves:
 user requests quoted, tool calls counted, files read and written listed, errors picked out, the
-last assistant plan kept. When everything does not fit in ``max_tokens`` (by the estimate), the
-least important lines go first. A previous summary of this format (a rolling compaction) is merged
-section by section, so its facts, file paths above all, carry forward.
+last assistant plan kept. The summary takes at most a quarter of the history it reads (a previous
+summary counts whole) and never more than ``max_tokens``, both by the estimate; when everything
+does not fit, the least important lines go first. A previous summary of this format (a rolling
+compaction) is merged section by section, so its facts, file paths above all, carry forward.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..estimate import quarters_to_tokens, text_quarters
+from ..estimate import estimate, quarters_to_tokens, text_quarters
 from ..formats import Message
 from ..micro import is_marker
-from ..prompts import SUMMARY_PREFIX
+from ..prompts import PROMPTS, SUMMARY_PREFIX
 from ..tools import UNKNOWN_TOOL, blocks, is_block, tool_names
 from .base import SummaryRequest
 
@@ -47,6 +48,7 @@ LABELS = {
         "unanswered": "尚无结果的调用",
         "earlier": "更早的摘要",
         "truncated": "条较早的工具结果已截断",
+        "failed": "出错的调用（结果已截断）",
     },
     "en": {
         "first": "First request",
@@ -59,6 +61,7 @@ LABELS = {
         "unanswered": "Calls without a result yet",
         "earlier": "Earlier summary",
         "truncated": "older tool results truncated",
+        "failed": "Failed calls (results truncated)",
     },
 }
 
@@ -77,6 +80,10 @@ PATH_IN_TEXT = re.compile(r"(?:[\w.~-]*/)+[\w.-]+\.\w+")
 
 FIRST_REQUEST_CHARS = 1200
 LINE_CHARS = 240
+SHARE = 4  # the summary takes at most 1/SHARE of the (new) history it reads ...
+MIN_TOKENS = 256  # ... but may always take this much
+ACKNOWLEDGEMENTS = frozenset(prompts.acknowledgement for prompts in PROMPTS.values())
+SINGLE_WORD = re.compile(r"[A-Za-z_]+")
 
 
 @dataclass
@@ -108,7 +115,24 @@ class ExtractiveSummarizer:
         lang = request.lang if request.lang in SECTIONS else "en"
         facts = gather(request.messages)
         lines = compose(facts, lang)
-        return render(fit(lines, request.max_tokens, lang), lang)
+        budget = summary_budget(request.messages, facts, request.max_tokens, lang)
+        return render(fit(lines, budget, lang), lang)
+
+
+def summary_budget(messages: list[Message], facts: Facts, max_tokens: int, lang: str) -> int:
+    """Tokens the summary may take: a quarter of what is new, plus a previous summary whole.
+
+    A summary as long as the history it replaces saves nothing; one that shrinks a previous
+    summary again at every rolling compaction would wear its facts away.
+    """
+    total = estimate(messages)
+    previous = 0
+    if facts.previous is not None:
+        previous = quarters_to_tokens(
+            text_quarters([facts.previous, *(f"## {name}\n\n" for name in SECTIONS[lang])])
+        )
+    target = previous + max(total - previous, 0) // SHARE
+    return min(max_tokens, max(MIN_TOKENS, target))
 
 
 # --- gathering -----------------------------------------------------------------------------------
@@ -123,6 +147,8 @@ def gather(messages: list[Message]) -> Facts:
         if index == 0 and role == "user" and text.startswith(SUMMARY_PREFIX):
             facts.previous = text[len(SUMMARY_PREFIX) :]
             continue
+        if index == 1 and facts.previous is not None and text in ACKNOWLEDGEMENTS:
+            continue  # the acknowledgement of the previous summary says nothing new
         if role == "tool":
             call_id = message.get("tool_call_id")
             facts.answered.add(call_id)
@@ -223,7 +249,7 @@ def _work_lines(facts: Facts, label: dict[str, str]) -> list[Line]:
     if truncated:
         lines.append(Line(WORK, f"{truncated} {label['truncated']}", 6))
     for name, arguments in facts.calls:
-        if WRITING_TOOL.search(name) or _command(arguments):
+        if writes(name, arguments) or _command(arguments):
             lines.append(Line(WORK, clip(f"{name}: {_call_gist(arguments)}"), 5))
     lines.extend(Line(WORK, clip(first_sentence(text)), 6) for text in facts.assistant_texts)
     return lines
@@ -233,7 +259,7 @@ def _path_lines(facts: Facts, label: dict[str, str]) -> list[Line]:
     modified: dict[str, bool] = {}
     for name, arguments in facts.calls:
         for path in paths_in(arguments):
-            modified[path] = modified.get(path, False) or bool(WRITING_TOOL.search(name))
+            modified[path] = modified.get(path, False) or writes(name, arguments)
     return [
         Line(PATHS, f"{path} ({label['modified']})" if changed else path, 1)
         for path, changed in modified.items()
@@ -242,7 +268,13 @@ def _path_lines(facts: Facts, label: dict[str, str]) -> list[Line]:
 
 def _result_lines(facts: Facts, label: dict[str, str]) -> list[Line]:
     errors, others = [], []
+    failed = Counter(tool for tool, text, is_error in facts.results if is_error and is_marker(text))
+    if failed:
+        counts = ", ".join(f"{tool} ×{count}" for tool, count in failed.most_common())
+        errors.append(Line(RESULTS, f"{label['failed']}: {counts}", 2))
     for tool, text, is_error in facts.results:
+        if is_error and is_marker(text):
+            continue  # counted above: the marker says nothing about the error
         key = error_line(text)
         if is_error or (key and not is_marker(text)):
             gist = key or first_line(text)
@@ -279,20 +311,33 @@ def _command(arguments: Any) -> str | None:
     return None
 
 
+def writes(name: str, arguments: Any) -> bool:
+    """Whether a call changes files: a one-word ``command`` decides (an editor tool's ``view``
+    or ``str_replace``), else the tool's name."""
+    command = _command(arguments)
+    if command is not None and SINGLE_WORD.fullmatch(command):
+        return bool(WRITING_TOOL.search(command))
+    return bool(WRITING_TOOL.search(name))
+
+
 def _call_gist(arguments: Any) -> str:
     command = _command(arguments)
-    if command:
-        return command
-    paths = paths_in(arguments)
-    if paths:
-        return ", ".join(paths)
+    paths = ", ".join(paths_in(arguments))
+    if command and paths:
+        return f"{command} {paths}"
+    if command or paths:
+        return command or paths
     return json.dumps(arguments, ensure_ascii=False)
 
 
 def error_line(text: str) -> str | None:
-    for line in text[:20000].splitlines():
+    """The first line that reports an error, and the next if it only introduces it (``ERROR:``)."""
+    lines = [line.strip() for line in text[:20000].splitlines() if line.strip()]
+    for index, line in enumerate(lines):
         if ERROR_LINE.search(line):
-            return line.strip()
+            if line.endswith(":") and index + 1 < len(lines):
+                return f"{line} {lines[index + 1]}"
+            return line
     return None
 
 
@@ -354,17 +399,38 @@ def fit(lines: list[Line], max_tokens: int, lang: str) -> list[Line]:
     """The most important lines that fit in ``max_tokens``, in their original order.
 
     Lines are taken by priority (earlier first among equals); one that does not fit is passed
-    over, so a shorter, less important line may still make it in.
+    over, so a shorter, less important line may still make it in. A line of priority 0 (the first
+    request) is shortened to fit instead.
     """
     budget = max_tokens * 4 - text_quarters(f"## {heading}\n\n" for heading in SECTIONS[lang])
+    lines = list(lines)
     chosen: set[int] = set()
     used = 0
     for index in sorted(range(len(lines)), key=lambda i: (lines[i].priority, i)):
         cost = text_quarters([lines[index].text]) + 4  # "- " and the line break
-        if used + cost <= budget:
+        if used + cost > budget and lines[index].priority == 0:
+            lines[index] = Line(
+                lines[index].section, shorten(lines[index].text, budget - used - 4), 0
+            )
+            cost = text_quarters([lines[index].text]) + 4
+        if used + cost <= budget and lines[index].text:
             chosen.add(index)
             used += cost
     return [line for index, line in enumerate(lines) if index in chosen]
+
+
+def shorten(text: str, quarters: int) -> str:
+    """The longest start of ``text``, marked with "…", within ``quarters``; "" if none fits."""
+    low, high = 0, len(text)  # text[:low] + "…" fits; text[:high + 1] + "…" does not
+    if text_quarters(["…"]) > quarters:
+        return ""
+    while low < high:
+        middle = (low + high + 1) // 2
+        if text_quarters([text[:middle], "…"]) <= quarters:
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low] + "…"
 
 
 def _tokens(text: str) -> int:
