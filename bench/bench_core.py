@@ -9,6 +9,7 @@ Python loop that follows SPEC §1 literally.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,6 @@ from typing import Any
 import generate
 import orjson
 from harness import CTXPACK, PYTHON, Report, best_in_process, peak_rss, peak_rss_time_v
-
-from compactor_core.estimate import Counter, estimate, quarters_to_tokens, text_quarters
 
 ORJSON_LOAD = "import orjson, sys; orjson.loads(open(sys.argv[1], 'rb').read())"
 ORJSON_LOAD_DUMP = (
@@ -32,49 +31,43 @@ MB = 1e6
 def run(report: Report) -> None:
     big = generate.ensure(log=report.log)
     small = generate.ensure(size=1024, log=report.log)  # start-up: about 1 KB
-    if report.wants("core.estimate"):
-        ours, base = report.time_pair(
-            [CTXPACK, "estimate", str(big)], [PYTHON, "-c", ORJSON_LOAD, str(big)]
-        )
-        report.ratio("core.estimate", ours, base, target=3.0, note="vs orjson.loads of the file")
-    if report.wants("core.micro"):
-        ours, base = report.time_pair(
-            [CTXPACK, "micro", str(big)], [PYTHON, "-c", ORJSON_LOAD_DUMP, str(big)]
-        )
-        report.ratio(
-            "core.micro", ours, base, target=3.0, note="vs orjson loads + dumps, stdout /dev/null"
-        )
-    if report.wants("core.startup"):
-        ours, base = report.time_pair(
-            [CTXPACK, "estimate", str(small)],
-            [PYTHON, "-c", IMPORTS],
-            repeat=max(report.repeat * 3, 5),  # cheap and noisy: more rounds
-        )
-        report.ratio(
-            "core.startup",
-            ours,
-            base,
-            target=1.5,
-            note=f"estimate of {small.stat().st_size} B vs python -c '{IMPORTS}'",
-        )
-    if report.wants("core.startup_nopyc") and os.environ.get("PYTHONDONTWRITEBYTECODE"):
-        ours, base = report.time_pair(
-            [CTXPACK, "estimate", str(small)],
-            [PYTHON, "-c", IMPORTS],
-            repeat=max(report.repeat * 3, 5),
-            env=dict(os.environ),
-        )
-        report.info(
-            "core.startup_nopyc",
-            ours,
-            base,
-            "s",
-            note="as this shell runs it (PYTHONDONTWRITEBYTECODE: the project compiled each run)",
-        )
-    if report.wants("core.rss"):
-        _rss(report, big)
-    if report.wants("core.estimate_mbps"):
-        _throughput(report, big)
+    report.case("core.estimate", lambda: _estimate(report, big))
+    report.case("core.micro", lambda: _micro(report, big))
+    report.case("core.startup", lambda: _startup(report, small))
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        report.case("core.startup_nopyc", lambda: _startup(report, small, bytecode=False))
+    report.case("core.rss", lambda: _rss(report, big))
+    report.case("core.estimate_mbps", lambda: _throughput(report, big))
+
+
+def _estimate(report: Report, big: Path) -> None:
+    ours, base = report.time_pair(
+        [CTXPACK, "estimate", str(big)], [PYTHON, "-c", ORJSON_LOAD, str(big)]
+    )
+    report.ratio("core.estimate", ours, base, target=3.0, note="vs orjson.loads of the file")
+
+
+def _micro(report: Report, big: Path) -> None:
+    ours, base = report.time_pair(
+        [CTXPACK, "micro", str(big)], [PYTHON, "-c", ORJSON_LOAD_DUMP, str(big)]
+    )
+    note = "vs orjson loads + dumps, stdout /dev/null"
+    report.ratio("core.micro", ours, base, target=3.0, note=note)
+
+
+def _startup(report: Report, small: Path, bytecode: bool = True) -> None:
+    ours, base = report.time_pair(
+        [CTXPACK, "estimate", str(small)],
+        [PYTHON, "-c", IMPORTS],
+        repeat=max(report.repeat * 3, 5),  # cheap and noisy: more rounds
+        env=None if bytecode else dict(os.environ),
+    )
+    if bytecode:
+        note = f"estimate of {small.stat().st_size} B vs python -c '{IMPORTS}'"
+        report.ratio("core.startup", ours, base, target=1.5, note=note)
+    else:
+        note = "as this shell runs it: PYTHONDONTWRITEBYTECODE, the project compiled on every run"
+        report.info("core.startup_nopyc", ours, base, "s", note=note)
 
 
 def _rss(report: Report, big: Path) -> None:
@@ -130,19 +123,57 @@ def reference_quarters(texts: list[str]) -> int:
     return quarters
 
 
-def _reference_estimate(messages: list[dict[str, Any]]) -> int:
-    counter = Counter()
+def reference_texts(messages: list[dict[str, Any]]) -> list[str]:
+    """The texts SPEC §1 counts (default profile), gathered independently of the core."""
+    texts: list[str] = []
+
+    def value(item: Any) -> None:
+        if isinstance(item, str):
+            texts.append(item)
+        elif isinstance(item, list):
+            for element in item:
+                value(element)
+        elif isinstance(item, dict):
+            block(item)
+        elif item is not None:  # numbers and booleans: their JSON text
+            texts.append(json.dumps(item))
+
+    def tool_input(item: Any) -> None:
+        if isinstance(item, dict | list):
+            texts.append(json.dumps(item, ensure_ascii=False))
+        else:
+            value(item)
+
+    def block(item: dict[str, Any]) -> None:
+        if item.get("type") == "tool_use":
+            value(item.get("name"))
+            tool_input(item.get("input"))
+            return
+        value(item.get("text"))
+        value(item.get("content"))
+        tool_input(item.get("input"))
+        if item.get("type") != "tool_result":
+            value(item.get("name"))
+
     for message in messages:
-        counter.message(message)
-    return quarters_to_tokens(reference_quarters(counter.texts))
+        value(message.get("content"))
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            value(function.get("name"))
+            tool_input(function.get("arguments"))
+    return texts
+
+
+def _reference_estimate(messages: list[dict[str, Any]]) -> int:
+    return -(-reference_quarters(reference_texts(messages)) // 4)
 
 
 def _throughput(report: Report, big: Path) -> None:
+    # imported here, so that a core module broken mid-edit fails this case and not the others
+    from compactor_core.estimate import estimate, text_quarters
+
     messages, size = _slice(big)
-    counter = Counter()
-    for message in messages:
-        counter.message(message)
-    texts = counter.texts
+    texts = reference_texts(messages)
     repeat = max(report.repeat, 3)
     ours, tokens = best_in_process(lambda: estimate(messages), repeat)
     base, expected = best_in_process(lambda: _reference_estimate(messages), 3)

@@ -1,11 +1,14 @@
 """What every benchmark module shares: the report, side-by-side timing, peak memory.
 
 A benchmark module is ``bench/bench_<name>.py`` exposing ``run(report: Report) -> None``; ``run.py``
-finds it by that name. Inside, each measurement has a case name (``<module>.<case>``); skip the
-work for cases the user did not ask for with ``report.wants(case)``, then record the result:
+finds it by that name. Inside, each measurement is a case named ``<module>.<case>``; ``report.case``
+runs it only if the user asked for it, and records a crash as an error without stopping the others:
 
-    if report.wants("core.estimate"):
-        ours, base = report.time_pair([ctxpack, "estimate", path], [python, "-c", LOAD, path])
+    def run(report: Report) -> None:
+        report.case("core.estimate", lambda: _estimate(report))
+
+    def _estimate(report: Report) -> None:
+        ours, base = report.time_pair([CTXPACK, "estimate", path], [PYTHON, "-c", LOAD, path])
         report.ratio("core.estimate", ours, base, target=3.0)
 
 Targets are ratios measured side by side in one run, never absolute times: the two commands are
@@ -24,6 +27,7 @@ import os
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +86,20 @@ class Report:
             return True
         module = case.split(".", 1)[0]
         return any(name in (case, module, case.split(".", 1)[-1]) for name in self.selection)
+
+    def case(self, name: str, function: Callable[[], Any]) -> None:
+        """Run one case if it was asked for; a crash becomes an error and the next case runs."""
+        if not self.wants(name):
+            return
+        try:
+            function()
+        except Exception as error:
+            self.error(name, error)
+
+    def error(self, name: str, error: BaseException) -> None:
+        traceback.print_exception(error, file=sys.stderr)
+        self.errors.append(f"{name}: {error}")
+        self.log(f"{name}: ERROR {error}")
 
     def ratio(
         self,

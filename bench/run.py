@@ -19,7 +19,6 @@ import argparse
 import importlib
 import sys
 import time
-import traceback
 
 from harness import BENCH_DIR, Report
 
@@ -71,9 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise TypeError(f"bench/bench_{name}.py has no run(report) function")
             module.run(report)
         except Exception as error:  # one broken benchmark must not hide the others' results
-            report.errors.append(f"{name}: {error}")
-            traceback.print_exc()
-            print(f"  ERROR in {name}: {error}", file=sys.stderr, flush=True)
+            report.error(name, error)
 
     if selection and not report.rows and not report.errors:
         print(f"run.py: no benchmark named {', '.join(selection)} (see --list)", file=sys.stderr)
