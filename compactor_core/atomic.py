@@ -111,8 +111,24 @@ def _process_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:  # it exists, but belongs to someone else
-        return True
-    return True
+        pass
+    return not _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    """A process that died but was not reaped still answers ``kill(pid, 0)``.
+
+    That happens to the workers of a killed batch whenever process 1 does not reap orphans (many
+    containers), and their temporary files must still count as leftovers. Linux only; elsewhere a
+    zombie counts as alive and its files wait for a later run.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            status = handle.read()
+    except OSError:
+        return False
+    state = status.rpartition(b")")[2].split()[:1]  # after "pid (command)"
+    return state in ([b"Z"], [b"X"])
 
 
 def _remove(path: str | Path) -> None:
