@@ -30,6 +30,8 @@ class SourceFile:
     mtime_ns: int
     size: int
     mode: int
+    inode: int = 0
+    ctime_ns: int = 0  # changes on every write, even one that puts the old mtime back
 
     @classmethod
     def read(cls, path: Path) -> SourceFile:
@@ -46,14 +48,24 @@ class SourceFile:
             raise InputUnreadable(f"{path}: is a directory (add --recursive)") from None
         except OSError as error:
             raise InputUnreadable(f"{path}: cannot read: {error.strerror}") from None
-        return cls(real, data, status.st_mtime_ns, status.st_size, status.st_mode)
+        return cls(
+            real,
+            data,
+            status.st_mtime_ns,
+            status.st_size,
+            status.st_mode,
+            status.st_ino,
+            status.st_ctime_ns,
+        )
 
     def unchanged_on_disk(self) -> bool:
+        """Whether the file is still the one that was read: not rewritten, not replaced."""
         try:
             now = os.stat(self.path)
         except OSError:
             return False
-        return (now.st_mtime_ns, now.st_size) == (self.mtime_ns, self.size)
+        then = (self.mtime_ns, self.size, self.inode, self.ctime_ns)
+        return (now.st_mtime_ns, now.st_size, now.st_ino, now.st_ctime_ns) == then
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,12 @@ class InPlace:
     snapshots: SnapshotStore | None = None  # None: --no-transcript
 
 
+def check_writable(source: SourceFile, label: str) -> None:
+    """Refuse a file without any write permission bit (decided by the mode, even for root)."""
+    if not source.mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        raise OutputError(f"{label}: file is read-only, left as is: make it writable to compact it")
+
+
 def replace_file(
     source: SourceFile,
     result: Conversation,
@@ -73,8 +91,7 @@ def replace_file(
     snapshot_taken: bool = False,
 ) -> None:
     """Write ``result`` over ``source``; the original goes to a snapshot (and backup) first."""
-    if not source.mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
-        raise OutputError(f"{label}: file is read-only, left as is")
+    check_writable(source, label)
     if settings.snapshots is not None and not snapshot_taken:
         original = parse(source.data, label).messages
         settings.snapshots.save(session_id_for_file(Path(label)), original)
