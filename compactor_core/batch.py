@@ -9,8 +9,9 @@ Each file is handled exactly as the single-file command would handle it (``pipel
 written with ``files.replace_file`` (in place) or atomically into the output directory.
 
 Decisions (also in the README): folders are walked with ``recursive``; hidden folders (``.git``,
-``.transcripts``) and the snapshot folder are skipped, symbolic links to folders are not followed
-(no cycles), a file reached twice (through a link) is done once.
+``.transcripts``), the snapshot folder and the output folder are skipped, and so are hidden files
+(``.name.json``) unless a ``--glob`` pattern starts with a dot, as in a shell; symbolic links to
+folders are not followed (no cycles), a file reached twice (through a link) is done once.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .atomic import atomic_write, remove_stale_temp_files
-from .errors import CtxpackError, InputUnreadable, ProviderError
-from .files import InPlace, SourceFile, replace_file
+from .errors import CtxpackError, InputUnreadable, OutputError, ProviderError
+from .files import InPlace, SourceFile, check_writable, replace_file
 from .formats import dump, parse
 from .pipeline import Context, Job, Outcome, preview, run
 from .providers.base import Summarizer
@@ -95,10 +96,16 @@ def find_targets(
     output_dir: Path | None = None,
     skip: Sequence[Path] = (),
 ) -> list[Target]:
-    """The files named, and the matching files in the folders named (with ``recursive``)."""
-    skipped = {os.path.realpath(path) for path in skip}
+    """The files named, and the matching files in the folders named (with ``recursive``).
+
+    Two inputs whose results would land on the same file of ``output_dir`` (``a/x.json`` and
+    ``b/x.json`` named directly), or an input that would be its own output, are refused before
+    anything is done.
+    """
+    skipped = {os.path.realpath(path) for path in (*skip, *([output_dir] if output_dir else []))}
     targets: list[Target] = []
     seen: set[str] = set()
+    claimed: dict[str, str] = {}  # destination -> the input whose result goes there
     for name in paths:
         path = Path(name)
         if path.is_dir():
@@ -113,11 +120,26 @@ def find_targets(
                 continue
             seen.add(real)
             destination = output_dir / relative if output_dir else None
+            if destination is not None:
+                _claim(claimed, destination, file, real)
             targets.append(Target(file, str(file), destination))
     return targets
 
 
+def _claim(claimed: dict[str, str], destination: Path, file: Path, real: str) -> None:
+    key = os.path.realpath(destination)
+    if key == real:
+        raise OutputError(f"{file}: its output would overwrite it: use --in-place instead")
+    if key in claimed:
+        raise OutputError(
+            f"{destination}: would hold the results of both {claimed[key]} and {file}: "
+            "compact them into different output folders"
+        )
+    claimed[key] = str(file)
+
+
 def _walk(root: Path, globs: Sequence[str], skipped: set[str]) -> list[tuple[Path, Path]]:
+    """Matching files under ``root``; hidden files and folders only if a pattern asks for them."""
     found = []
     for directory, subdirectories, names in os.walk(root):
         subdirectories[:] = sorted(
@@ -127,10 +149,17 @@ def _walk(root: Path, globs: Sequence[str], skipped: set[str]) -> list[tuple[Pat
             and os.path.realpath(os.path.join(directory, sub)) not in skipped
         )
         for name in sorted(names):
-            if any(fnmatch.fnmatch(name, pattern) for pattern in globs):
+            if any(_matches(name, pattern) for pattern in globs):
                 file = Path(directory) / name
                 found.append((file, file.relative_to(root)))
     return found
+
+
+def _matches(name: str, pattern: str) -> bool:
+    """Like a shell glob: ``*.json`` does not match ``.hidden.json``, ``.*.json`` does."""
+    if name.startswith(".") and not pattern.startswith("."):
+        return False
+    return fnmatch.fnmatch(name, pattern)
 
 
 def clean_up_after_killed_runs(targets: Sequence[Target], extra: Sequence[Path] = ()) -> int:
@@ -148,6 +177,8 @@ def process(target: Target, settings: BatchSettings, provider: Summarizer | None
     try:
         source = SourceFile.read(target.path)
         conversation = parse(source.data, target.label)
+        if target.destination is None:  # before any snapshot or model call is spent on it
+            check_writable(source, target.label)
         if settings.dry_run:
             return FileReport.of(target.label, preview(settings.job, conversation))
         context = Context(provider, settings.writing.snapshots, session_id_for_file(target.path))
