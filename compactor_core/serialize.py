@@ -34,7 +34,7 @@ def _message_body(message: Message, names: dict[Any, str]) -> str:
     content = message.get("content")
     if message.get("role") == "tool":
         tool = names.get(message.get("tool_call_id"), UNKNOWN_TOOL)
-        return f"[tool_result:{tool}] {_as_text(content)}"
+        return f"[tool_result:{tool}] {_result_text(content)}"
     if isinstance(content, list):
         rendered = [_block(block, names) for block in content]
         lines = [line for line in rendered if line]
@@ -58,12 +58,17 @@ def _block(block: Any, names: dict[Any, str]) -> str:
         return f"[tool_use:{name}] {json_text(block.get('input'))}"
     if kind == "tool_result":
         tool = names.get(block.get("tool_use_id"), UNKNOWN_TOOL)
-        return f"[tool_result:{tool}] {_as_text(block.get('content'))}"
+        return f"[tool_result:{tool}] {_result_text(block.get('content'))}"
     if block.get("content") is not None:
         return _as_text(block["content"])
     if block.get("text") is not None:
         return _as_text(block["text"])
     return json_text(block)
+
+
+def _result_text(content: Any) -> str:
+    """A tool result's content: a string as is, anything else (``null`` too) as JSON."""
+    return content if isinstance(content, str) else json_text(content)
 
 
 def _as_text(value: Any) -> str:
