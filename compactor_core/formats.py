@@ -2,13 +2,17 @@
 
 The output keeps the input's shape. Messages stay plain dicts so unknown roles, block types and keys
 pass through untouched, in their order. orjson does the work; the standard library takes over for
-valid JSON that orjson refuses (integers beyond 64 bits, lone surrogate escapes), so such input
-still comes back intact.
+valid JSON that orjson refuses (lone surrogate escapes, nesting beyond 1024 levels) or would change
+(it reads an integer beyond 64 bits as a float), so such input still comes back intact. Two kinds of
+valid JSON cannot come back intact and are refused with a clear error instead: a number too large
+for a double (``1e400``), and nesting deeper than MAX_DEPTH levels (every part of ctxpack walks
+messages recursively).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -20,6 +24,12 @@ Message = dict[str, Any]
 Shape = Literal["array", "envelope", "jsonl"]
 
 UTF8_BOM = b"\xef\xbb\xbf"
+MAX_DEPTH = 200  # levels of arrays and objects inside one message (or envelope key)
+
+# A run of 19 digits or more may be an integer beyond 64 bits, which orjson reads as a float. Digits
+# become "0" and everything else " ", so one C-speed search finds a run (about orjson's speed).
+_DIGITS_TO_ZERO = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+_LONG_DIGIT_RUN = b"0" * 19
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,9 @@ def parse(data: bytes, source: str = "<stdin>") -> Conversation:
                     f'{source}: "messages" must be an array, got {json_type(messages)}'
                 )
             validate_messages(messages, source, _array_path)
+            for key, value in document.items():
+                if key != "messages" and _too_deep(value):
+                    raise InputError(f"{source}: {key}: {_TOO_DEEP}")
             return Conversation(messages, "envelope", document, bom)
         if "role" in document:  # JSONL holding a single message
             validate_messages([document], source, _jsonl_path(data))
@@ -114,10 +127,11 @@ class _TrailingData(InputError):
 
 def _loads(data: bytes, source: str, first_line: int = 1) -> Any:
     """Parse one JSON document; ``first_line`` is where ``data`` starts in the file."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass  # invalid, or valid JSON that orjson refuses: the standard library decides
+    if _LONG_DIGIT_RUN not in data.translate(_DIGITS_TO_ZERO):
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass  # invalid, or valid JSON that orjson refuses: the standard library decides
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -125,7 +139,17 @@ def _loads(data: bytes, source: str, first_line: int = 1) -> Any:
         column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
         raise InputError(f"{source}: line {line}, byte {column}: invalid UTF-8") from None
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except _OutOfRange as error:
+        position = text.find(error.literal)
+        line = first_line + text.count("\n", 0, position)
+        column = position - (text.rfind("\n", 0, position) + 1) + 1
+        raise InputError(
+            f"{source}: line {line}, column {column}: the number {error.literal[:40]} is too large "
+            "for a double and would not come back intact"
+        ) from None
+    except RecursionError:
+        raise InputError(f"{source}: line {first_line}: {_TOO_DEEP}") from None
     except json.JSONDecodeError as error:
         line = first_line + error.lineno - 1
         kind = _TrailingData if error.msg == "Extra data" else InputError
@@ -138,6 +162,19 @@ def _loads(data: bytes, source: str, first_line: int = 1) -> Any:
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
+
+
+class _OutOfRange(ValueError):
+    def __init__(self, literal: str) -> None:
+        super().__init__(literal)
+        self.literal = literal
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if math.isinf(value):
+        raise _OutOfRange(literal)
+    return value
 
 
 # --- validation ----------------------------------------------------------------------------------
@@ -159,6 +196,26 @@ def validate_messages(messages: list[Any], source: str, path_of: Any) -> None:
         problem = _message_problem(message)
         if problem:
             raise InputError(f"{source}: {path_of(index)}{problem}")
+        if _too_deep(message):
+            raise InputError(f"{source}: {path_of(index)}: {_TOO_DEEP}")
+
+
+_TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep"
+
+
+def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether arrays and objects nest more than ``limit`` levels inside ``value``."""
+    if not isinstance(value, dict | list):
+        return False
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, dict | list):
+                if depth >= limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
 
 
 def _message_problem(message: Any) -> str | None:

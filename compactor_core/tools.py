@@ -49,9 +49,17 @@ def _name(value: Any) -> str:
     return value if isinstance(value, str) else UNKNOWN_TOOL
 
 
-def tool_names(messages: list[Message]) -> dict[Any, str]:
+class ToolNames(dict[str, str]):
+    """Tool call id -> tool name. Only string ids are recorded, so ``get`` answers any other id
+    (a number, or an unhashable list or object in malformed input) with the default."""
+
+    def get(self, call_id: Any, default: Any = None) -> Any:  # type: ignore[override]
+        return super().get(call_id, default) if isinstance(call_id, str) else default
+
+
+def tool_names(messages: list[Message]) -> ToolNames:
     """Map each tool call id to its tool's name; a repeated id: the last one wins."""
-    names: dict[Any, str] = {}
+    names = ToolNames()
     for message in messages:
         for call_id, name in tool_calls(message):
             if isinstance(call_id, str):

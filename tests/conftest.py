@@ -1,0 +1,75 @@
+"""Isolation, golden files and hypothesis settings for the whole suite."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from helpers import GOLDEN
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ctxpack",
+    max_examples=100,
+    deadline=None,
+    database=None,  # each test runs in its own temporary directory: nothing to keep
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+settings.load_profile("ctxpack")
+
+_PRIVATE_PREFIXES = ("OPENAI_", "ANTHROPIC_", "CTXPACK_")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="Rewrite the files in tests/golden/ from the current output instead of comparing.",
+    )
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No test sees the user's keys or settings, or writes into the repository or the home dir.
+
+    The working directory is an empty ``tmp_path/work`` (so the default ``.transcripts`` lands
+    there), HOME is ``tmp_path/home``, and snapshots go to ``tmp_path/transcripts``.
+    """
+    for name in list(os.environ):
+        if name.startswith(_PRIVATE_PREFIXES):
+            monkeypatch.delenv(name)
+    home = tmp_path / "home"
+    work = tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("CTXPACK_TRANSCRIPT_DIR", str(tmp_path / "transcripts"))
+    monkeypatch.chdir(work)
+    return work
+
+
+@pytest.fixture
+def transcripts(tmp_path: Path) -> Path:
+    """Where snapshots go by default in every test (CTXPACK_TRANSCRIPT_DIR)."""
+    return tmp_path / "transcripts"
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest) -> Callable[[str, str], None]:
+    """Compare text with ``tests/golden/NAME``; ``pytest --update-golden`` rewrites it instead."""
+    update = request.config.getoption("--update-golden")
+
+    def check(name: str, actual: str) -> None:
+        path = GOLDEN / name
+        if update:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(actual, encoding="utf-8")
+            return
+        assert path.exists(), f"{path} is missing: run pytest --update-golden and review it"
+        assert actual == path.read_text(encoding="utf-8"), f"output differs from {path}"
+
+    return check

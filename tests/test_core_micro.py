@@ -1,0 +1,410 @@
+"""SPEC §2: micro compaction."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import STYLES, conversations
+
+from compactor_core.micro import MicroResult, content_length, is_marker, marker, micro_compact
+from compactor_core.tools import tool_names, tool_result_turns
+
+MARKER = re.compile(r"\[truncated: (?P<tool>.*) result, (?P<chars>\d+) chars\]")
+
+
+def anthropic_turn(call_id: str, tool: str, result: Any, **extra: Any) -> list[dict]:
+    return [
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": call_id, "name": tool, "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": call_id, "content": result, **extra}
+            ],
+        },
+    ]
+
+
+def openai_turn(calls: list[tuple[str, str, Any]]) -> list[dict]:
+    return [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": tool, "arguments": "{}"}}
+                for call_id, tool, _ in calls
+            ],
+        },
+        *(
+            {"role": "tool", "tool_call_id": call_id, "content": result}
+            for call_id, _, result in calls
+        ),
+    ]
+
+
+def results(messages: list[dict]) -> list[Any]:
+    """Every tool result's content, in order."""
+    found = []
+    for message in messages:
+        if message.get("role") == "tool":
+            found.append(message.get("content"))
+        elif isinstance(message.get("content"), list):
+            found += [
+                block.get("content")
+                for block in message["content"]
+                if isinstance(block, dict) and block.get("type") == "tool_result"
+            ]
+    return found
+
+
+# --- the strings and numbers the spec fixes ------------------------------------------------------
+
+
+def test_marker_format() -> None:
+    assert marker("bash", 1204) == "[truncated: bash result, 1204 chars]"
+
+
+def test_list_content_length_is_its_json_text_35() -> None:
+    assert content_length([{"type": "text", "text": "中文 ok"}]) == 35
+
+
+@pytest.mark.parametrize(
+    ("value", "length"),
+    [
+        ("", 0),
+        ("x" * 1204, 1204),
+        ("中文", 2),
+        ("😀👍🏽", 3),  # code points, not UTF-16 units or bytes
+        (None, 0),
+        ([], 2),
+        ({"a": 1}, 8),
+    ],
+)
+def test_content_length_counts_code_points(value: Any, length: int) -> None:
+    assert content_length(value) == length
+
+
+def test_micro_golden(golden) -> None:
+    messages = [
+        {"role": "system", "content": "你是助手"},
+        {"role": "user", "content": "请读取配置"},
+        *anthropic_turn("t1", "bash", "x" * 1204),
+        *anthropic_turn("t2", "read_file", [{"type": "text", "text": "中文 ok"}], is_error=True),
+        *anthropic_turn("t3", "grep", None),
+        *openai_turn([("c1", "get_reservation", "结果"), ("c2", "search", "[truncated: old]")]),
+        *anthropic_turn("t4", "bash", "recent 1"),
+        *anthropic_turn("t5", "bash", "recent 2"),
+        *openai_turn([("c3", "search", "recent 3")]),
+        {"role": "user", "content": "继续"},
+    ]
+    outcome = micro_compact(messages)
+    assert outcome == MicroResult(truncated=4, chars_removed=outcome.chars_removed)
+    golden("micro.json", json.dumps(messages, ensure_ascii=False, indent=1) + "\n")
+    assert results(messages)[:5] == [
+        "[truncated: bash result, 1204 chars]",
+        "[truncated: read_file result, 35 chars]",
+        "[truncated: grep result, 0 chars]",
+        "[truncated: get_reservation result, 2 chars]",
+        "[truncated: old]",  # already a marker: left as it is
+    ]
+
+
+# --- which turns ---------------------------------------------------------------------------------
+
+
+def five_turns() -> list[dict]:
+    messages: list[dict] = [{"role": "user", "content": "go"}]
+    for number in range(5):
+        messages += anthropic_turn(f"t{number}", "bash", f"output {number}")
+    return messages
+
+
+@pytest.mark.parametrize(
+    ("keep_recent", "kept"),
+    [(3, 3), (1, 1), (5, 5), (99, 5), (0, 0), (-1, 0), (-100, 0)],
+)
+def test_keep_recent(keep_recent: int, kept: int) -> None:
+    messages = five_turns()
+    outcome = micro_compact(messages, keep_recent=keep_recent)
+    contents = results(messages)
+    assert outcome.truncated == 5 - kept
+    assert all(is_marker(text) for text in contents[: 5 - kept])
+    assert contents[5 - kept :] == [f"output {n}" for n in range(5 - kept, 5)]
+
+
+def test_default_keeps_three_turns() -> None:
+    messages = five_turns()
+    micro_compact(messages)
+    assert results(messages) == [
+        "[truncated: bash result, 8 chars]",
+        "[truncated: bash result, 8 chars]",
+        "output 2",
+        "output 3",
+        "output 4",
+    ]
+
+
+def test_a_run_of_tool_messages_is_one_turn() -> None:
+    messages = [
+        *openai_turn([("a", "x", "1"), ("b", "y", "22"), ("c", "z", "333")]),
+        *openai_turn([("d", "x", "4")]),
+    ]
+    micro_compact(messages, keep_recent=1)
+    assert results(messages) == [
+        "[truncated: x result, 1 chars]",
+        "[truncated: y result, 2 chars]",
+        "[truncated: z result, 3 chars]",
+        "4",
+    ]
+
+
+def test_a_message_with_several_results_is_one_turn_and_all_go() -> None:
+    messages = [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "a", "name": "read", "input": {}},
+                {"type": "tool_use", "id": "b", "name": "grep", "input": {}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "a", "content": "aa"},
+                {"type": "text", "text": "and also"},
+                {"type": "tool_result", "tool_use_id": "b", "content": "bbb"},
+            ],
+        },
+        *anthropic_turn("c", "bash", "kept"),
+    ]
+    assert tool_result_turns(messages) == [[1], [3]]
+    micro_compact(messages, keep_recent=1)
+    assert messages[1]["content"] == [
+        {"type": "tool_result", "tool_use_id": "a", "content": "[truncated: read result, 2 chars]"},
+        {"type": "text", "text": "and also"},
+        {"type": "tool_result", "tool_use_id": "b", "content": "[truncated: grep result, 3 chars]"},
+    ]
+
+
+def test_tool_result_in_any_role_counts() -> None:
+    messages = [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "n"}]},
+        {
+            "role": "custom",
+            "content": [{"type": "tool_result", "tool_use_id": "a", "content": "x"}],
+        },
+    ]
+    micro_compact(messages, keep_recent=0)
+    assert results(messages) == ["[truncated: n result, 1 chars]"]
+
+
+# --- names ---------------------------------------------------------------------------------------
+
+
+def test_unknown_id_gives_unknown() -> None:
+    messages = [
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "nope", "content": "x"}],
+        },
+        {"role": "tool", "tool_call_id": "nobody", "content": "y"},
+        {"role": "user", "content": [{"type": "tool_result", "content": "no id at all"}]},
+    ]
+    micro_compact(messages, keep_recent=0)
+    assert [MARKER.fullmatch(text)["tool"] for text in results(messages)] == ["unknown"] * 3
+
+
+def test_ids_that_are_not_strings_give_unknown() -> None:
+    # regression: an unhashable tool_use_id used to raise TypeError
+    messages = [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": [1], "name": "bash"}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": [1], "content": "x"}]},
+        {"role": "tool", "tool_call_id": {"k": 1}, "content": "y"},
+        {"role": "tool", "tool_call_id": 7, "content": "z"},
+    ]
+    assert micro_compact(messages, keep_recent=0).truncated == 3
+    assert results(messages) == [
+        "[truncated: unknown result, 1 chars]",
+        "[truncated: unknown result, 1 chars]",
+        "[truncated: unknown result, 1 chars]",
+    ]
+
+
+def test_repeated_id_last_one_wins() -> None:
+    messages = [
+        *anthropic_turn("same", "first", "one"),
+        {"role": "assistant", "tool_calls": [{"id": "same", "function": {"name": "last"}}]},
+        *anthropic_turn("other", "x", "kept"),
+    ]
+    assert tool_names(messages)["same"] == "last"
+    micro_compact(messages, keep_recent=1)
+    assert results(messages)[0] == "[truncated: last result, 3 chars]"
+
+
+def test_tool_name_that_is_not_a_string_gives_unknown() -> None:
+    messages = anthropic_turn("a", None, "x")  # type: ignore[arg-type]
+    micro_compact(messages, keep_recent=0)
+    assert results(messages) == ["[truncated: unknown result, 1 chars]"]
+
+
+# --- what stays ----------------------------------------------------------------------------------
+
+
+def test_only_the_content_key_is_replaced() -> None:
+    block_extra = {"is_error": True, "cache_control": {"type": "ephemeral"}, "zz": [1]}
+    messages = [
+        *anthropic_turn("t", "bash", "secret output", **block_extra),
+        *openai_turn([("c", "search", "more output")]),
+    ]
+    messages[-1].update({"name": "search", "extra": {"k": "v"}})
+    before = copy.deepcopy(messages)
+    micro_compact(messages, keep_recent=0)
+    block = messages[1]["content"][0]
+    assert block == {
+        "type": "tool_result",
+        "tool_use_id": "t",
+        "content": "[truncated: bash result, 13 chars]",
+        **block_extra,
+    }
+    assert list(block) == list(before[1]["content"][0])  # key order kept
+    assert messages[-1] == {
+        "role": "tool",
+        "tool_call_id": "c",
+        "content": "[truncated: search result, 11 chars]",
+        "name": "search",
+        "extra": {"k": "v"},
+    }
+    assert messages[0] == before[0] and messages[2] == before[2]
+
+
+def test_marker_is_idempotent_and_never_recounted() -> None:
+    messages = five_turns()
+    micro_compact(messages, keep_recent=0)
+    once = copy.deepcopy(messages)
+    assert micro_compact(messages, keep_recent=0) == MicroResult(0, 0)
+    assert messages == once
+
+
+def test_exclude_tool_and_min_chars() -> None:
+    messages = [
+        *anthropic_turn("a", "read_file", "r" * 50),
+        *anthropic_turn("b", "bash", "b" * 50),
+        *anthropic_turn("c", "bash", "short"),
+        *anthropic_turn("d", "bash", None),
+    ]
+    micro_compact(messages, keep_recent=0, exclude_tools={"read_file"}, min_chars=6)
+    assert results(messages) == [
+        "r" * 50,
+        "[truncated: bash result, 50 chars]",
+        "short",
+        None,  # 0 chars is shorter than 6
+    ]
+
+
+def test_defaults_truncate_empty_and_null_results() -> None:
+    messages = [*anthropic_turn("a", "x", ""), *anthropic_turn("b", "y", None)]
+    micro_compact(messages, keep_recent=0)
+    assert results(messages) == ["[truncated: x result, 0 chars]", "[truncated: y result, 0 chars]"]
+
+
+def test_result_counts() -> None:
+    messages = [*anthropic_turn("a", "x", "1234567890" * 10), *anthropic_turn("b", "y", "kept")]
+    outcome = micro_compact(messages, keep_recent=1)
+    assert outcome.truncated == 1
+    assert outcome.chars_removed == 100 - len("[truncated: x result, 100 chars]")
+
+
+def test_nothing_to_do() -> None:
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    assert micro_compact(messages, keep_recent=0) == MicroResult(0, 0)
+    assert micro_compact([], keep_recent=0) == MicroResult(0, 0)
+
+
+# --- properties ----------------------------------------------------------------------------------
+
+
+def assert_only_tool_results_changed(before: list[dict], after: list[dict]) -> None:
+    """Everything equal except tool-result contents, which are markers with the right figures."""
+    names = tool_names(before)
+    assert len(before) == len(after)
+    for old, new in zip(before, after, strict=True):
+        if old.get("role") == "tool":
+            assert {k: v for k, v in old.items() if k != "content"} == {
+                k: v for k, v in new.items() if k != "content"
+            }
+            assert_marker_or_same(
+                old.get("content"),
+                new.get("content"),
+                names.get(old.get("tool_call_id"), "unknown"),
+            )
+            continue
+        if not isinstance(old.get("content"), list):
+            assert old == new
+            continue
+        assert {k: v for k, v in old.items() if k != "content"} == {
+            k: v for k, v in new.items() if k != "content"
+        }
+        assert len(old["content"]) == len(new["content"])
+        for old_block, new_block in zip(old["content"], new["content"], strict=True):
+            if isinstance(old_block, dict) and old_block.get("type") == "tool_result":
+                assert {k: v for k, v in old_block.items() if k != "content"} == {
+                    k: v for k, v in new_block.items() if k != "content"
+                }
+                tool = names.get(old_block.get("tool_use_id"), "unknown")
+                assert_marker_or_same(old_block.get("content"), new_block.get("content"), tool)
+            else:
+                assert old_block == new_block
+
+
+def assert_marker_or_same(old: Any, new: Any, tool: str) -> None:
+    if new == old:
+        return
+    assert new == f"[truncated: {tool} result, {content_length(old)} chars]"
+
+
+@pytest.mark.parametrize("style", STYLES)
+@given(data=st.data())
+def test_micro_changes_nothing_but_tool_result_contents(style: str, data: st.DataObject) -> None:
+    messages = data.draw(conversations(style=style))
+    keep_recent = data.draw(st.integers(-2, 6))
+    before = copy.deepcopy(messages)
+    micro_compact(messages, keep_recent=keep_recent)
+    assert_only_tool_results_changed(before, messages)
+    systems = [m for m in messages if m.get("role") == "system"]
+    assert systems == [m for m in before if m.get("role") == "system"]
+
+
+@pytest.mark.parametrize("style", STYLES)
+@given(data=st.data())
+def test_micro_is_idempotent(style: str, data: st.DataObject) -> None:
+    messages = data.draw(conversations(style=style))
+    keep_recent = data.draw(st.integers(-2, 6))
+    exclude = data.draw(st.sets(st.sampled_from(["bash", "Grep", "工具"]), max_size=2))
+    min_chars = data.draw(st.sampled_from([0, 0, 5, 40]))
+    micro_compact(messages, keep_recent, exclude, min_chars)
+    once = copy.deepcopy(messages)
+    assert micro_compact(messages, keep_recent, exclude, min_chars).truncated == 0
+    assert messages == once
+
+
+@given(conversations(), st.integers(1, 6))
+def test_the_newest_turns_are_kept_whole(messages: list[dict], keep_recent: int) -> None:
+    before = copy.deepcopy(messages)
+    micro_compact(messages, keep_recent=keep_recent)
+    for turn in tool_result_turns(before)[-keep_recent:]:
+        for index in turn:
+            assert messages[index] == before[index]
+
+
+@given(conversations())
+def test_keep_recent_zero_leaves_no_result_unmarked(messages: list[dict]) -> None:
+    micro_compact(messages, keep_recent=0)
+    assert all(is_marker(value) for value in results(messages))
