@@ -1,0 +1,119 @@
+"""Full and automatic compaction on the real transcripts of ../shared/corpus (issue 3's bar).
+
+Per transcript: ``auto --threshold 1000`` with the built-in extractive summarizer, in process, and
+a second ``full`` on its result. Figures: input and output tokens (by the estimate) and their ratio
+against the size bound (20% of the input, or the system messages and kept tail plus 20% of the rest
+when those alone are larger); the share of distinct file paths given to tools in the summarized
+part that the summary names (target 95%); whether it quotes the first user request (its first 200
+characters, whitespace squeezed); the share of the first summary's paths the second summary carries
+forward (target 100%); the time of one ``auto`` run. The checks are tests/corpus_full.py's, which
+the test suite runs too.
+
+    python bench/run.py full
+    python bench/bench_full.py            # the figures as a plain table
+"""
+
+from __future__ import annotations
+
+import sys
+
+from harness import ROOT, Report
+
+sys.path.insert(0, str(ROOT / "tests"))  # the checks the tests use
+
+from corpus_full import PATHS_TARGET, Figures, corpus_files, measure
+
+
+def run(report: Report) -> None:
+    files = corpus_files()
+    if not files:
+        report.note("full: no corpus beside the repository (../shared/corpus): skipped")
+        return
+    rows = []
+    for path in files:
+        case = f"full.{path.stem}"
+        if not report.wants(case):
+            continue
+        figures = measure(path)
+        rows.append(figures)
+        _record(report, case, figures)
+    for line in table(rows).splitlines() if rows else ():
+        report.log(line)
+
+
+def _record(report: Report, case: str, figures: Figures) -> None:
+    report.ratio(
+        f"{case}.size",
+        figures.tokens_out,
+        figures.tokens_in,
+        target=figures.bound / figures.tokens_in,
+        unit="tokens",
+        note=f"bound {figures.bound:.0f} tokens; system messages + kept tail {figures.fixed}",
+    )
+    if figures.paths:
+        report.ratio(
+            f"{case}.paths",
+            figures.paths_named,
+            figures.paths,
+            target=PATHS_TARGET,
+            unit="paths",
+            higher_is_better=True,
+        )
+    else:
+        report.note(f"{figures.name}: no file paths given to tools")
+    report.ratio(
+        f"{case}.first_request",
+        float(figures.first_quoted),
+        1.0,
+        target=1.0,
+        unit="quoted",
+        higher_is_better=True,
+    )
+    if figures.carried_of:
+        report.ratio(
+            f"{case}.carried",
+            figures.carried,
+            figures.carried_of,
+            target=1.0,
+            unit="paths",
+            higher_is_better=True,
+            note=f"second full: {figures.second_status}",
+        )
+    else:
+        report.note(f"{figures.name}: second full {figures.second_status}, no paths to carry")
+    report.note(
+        f"{figures.name}: summary {figures.status}, {figures.pair_problems} tool results "
+        f"without their call, auto in {figures.seconds * 1000:.0f} ms"
+    )
+
+
+def table(rows: list[Figures]) -> str:
+    headers = ("transcript", "in", "out", "ratio", "bound", "paths named", "1st request")
+    headers += ("carried forward", "time")
+    lines = [
+        (
+            row.name,
+            str(row.tokens_in),
+            str(row.tokens_out),
+            f"{row.ratio:.1%}",
+            f"{row.bound:.0f}",
+            f"{row.paths_named}/{row.paths} {row.paths_share:.0%}",
+            "yes" if row.first_quoted else "no",
+            f"{row.carried}/{row.carried_of} {row.carried_share:.0%}",
+            f"{row.seconds * 1000:.0f} ms",
+        )
+        for row in rows
+    ]
+    widths = [max(len(cell) for cell in column) for column in zip(headers, *lines, strict=False)]
+
+    def render(cells: tuple[str, ...]) -> str:
+        return "  ".join(
+            cell.ljust(width) if i == 0 else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
+        )
+
+    return "\n".join([render(headers), *(render(line) for line in lines)])
+
+
+if __name__ == "__main__":
+    print(table([measure(path) for path in corpus_files()]))

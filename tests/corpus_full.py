@@ -1,0 +1,142 @@
+"""The corpus figures of issue 3, per transcript: shared by the tests and bench/bench_full.py.
+
+``measure(path)`` runs ``auto --threshold 1000`` with the extractive summarizer on one transcript,
+in process, then a second ``full`` on the result, and checks both with the independent oracles of
+``checks_full``. The bars:
+
+- size: the output is at most 20% of the input's estimate; when the system messages and the kept
+  tail alone are larger than that, at most those plus 20% of the rest (the summary and the
+  acknowledgement may take a fifth of what they replace);
+- no tool result without its call in an earlier message;
+- the summary names at least 95% of the distinct file paths given to tools (fields ``path``,
+  ``file_path``, ``filename``, ``notebook_path``) in the summarized part, verbatim;
+- it quotes the first user request: its first 200 characters, runs of whitespace squeezed to one
+  space on both sides, appear in the summary;
+- a second ``full`` on the result succeeds and names every path the first summary named.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from checks_full import (
+    first_request,
+    named,
+    pair_violations,
+    quotes_request,
+    summary_of,
+    tool_paths,
+)
+
+from compactor_core import pipeline
+from compactor_core.estimate import estimate
+from compactor_core.formats import Conversation, parse
+from compactor_core.full import FullSettings, find_pending_turn
+from compactor_core.pipeline import Context, Job
+from compactor_core.providers.extractive import ExtractiveSummarizer
+
+CORPUS = Path(__file__).parents[2] / "shared" / "corpus"
+THRESHOLD = 1000
+RATIO_TARGET = 0.20
+PATHS_TARGET = 0.95
+
+
+def corpus_files(directory: Path = CORPUS) -> list[Path]:
+    """Every transcript of the corpus: its *.json files but the manifest."""
+    return sorted(path for path in directory.glob("*.json") if path.name != "manifest.json")
+
+
+@dataclass(frozen=True)
+class Figures:
+    name: str
+    status: str  # of the full compaction that auto ran
+    tokens_in: int
+    tokens_out: int
+    fixed: int  # system messages plus the kept tail: what no summary can remove
+    bound: float  # the most the output may be
+    pair_problems: int
+    paths: int  # distinct paths given to tools in the summarized part
+    paths_named: int
+    first_quoted: bool
+    carried: int  # of the first summary's paths, how many the second summary names
+    carried_of: int
+    second_status: str
+    seconds: float
+
+    @property
+    def ratio(self) -> float:
+        return self.tokens_out / self.tokens_in
+
+    @property
+    def paths_share(self) -> float:
+        return self.paths_named / self.paths if self.paths else 1.0
+
+    @property
+    def carried_share(self) -> float:
+        return self.carried / self.carried_of if self.carried_of else 1.0
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.status == "compacted"
+            and self.tokens_out <= self.bound
+            and not self.pair_problems
+            and self.paths_share >= PATHS_TARGET
+            and self.first_quoted
+            and self.second_status == "compacted"
+            and self.carried == self.carried_of
+        )
+
+
+def size_bound(tokens_in: int, fixed: int) -> float:
+    """20% of the input; if what must stay is bigger than that, it plus 20% of the rest."""
+    if fixed <= RATIO_TARGET * tokens_in:
+        return RATIO_TARGET * tokens_in
+    return fixed + RATIO_TARGET * (tokens_in - fixed)
+
+
+def measure(path: Path) -> Figures:
+    conversation = parse(path.read_bytes(), str(path))
+    messages = conversation.messages
+    pending = find_pending_turn(messages)
+    kept = [messages[index] for index in pending.indexes]
+    systems = [message for message in messages if message.get("role") == "system"]
+    summarized = [
+        message
+        for index, message in enumerate(messages)
+        if index not in pending.indexes and message.get("role") != "system"
+    ]
+    tokens_in = estimate(messages)
+    fixed = estimate(systems + kept)
+
+    provider = ExtractiveSummarizer()
+    job = Job("auto", threshold=THRESHOLD)
+    started = time.perf_counter()
+    outcome = pipeline.run(job, conversation, Context(provider))
+    seconds = time.perf_counter() - started
+    output = outcome.conversation.messages
+    summary = summary_of(output) or ""
+
+    paths = tool_paths(summarized)
+    request = first_request(summarized)
+    first_paths = named(summary, paths)
+    second = pipeline.run(Job("full", full=FullSettings()), Conversation(output), Context(provider))
+    second_summary = summary_of(second.conversation.messages) or ""
+    return Figures(
+        name=path.stem,
+        status=outcome.full,
+        tokens_in=tokens_in,
+        tokens_out=estimate(output),
+        fixed=fixed,
+        bound=size_bound(tokens_in, fixed),
+        pair_problems=len(pair_violations(output)),
+        paths=len(paths),
+        paths_named=len(first_paths),
+        first_quoted=request is not None and quotes_request(summary, request),
+        carried=len(named(second_summary, first_paths)),
+        carried_of=len(first_paths),
+        second_status=second.full,
+        seconds=seconds,
+    )
