@@ -152,7 +152,8 @@ def _batch(
     output_dir = Path(out.output_dir) if out.output_dir else None
     skip = [out.snapshots.directory] if out.snapshots else []
     targets = find_targets(names, out.recursive, out.globs, output_dir, skip)
-    clean_up_after_killed_runs(targets, skip)
+    if not out.dry_run:  # a dry run writes (and deletes) nothing
+        clean_up_after_killed_runs(targets, skip)
     settings = BatchSettings(
         replace(job, measure=True),
         InPlace(out.pretty, out.backup, out.snapshots),
