@@ -59,7 +59,7 @@ def _startup(report: Report, small: Path, bytecode: bool = True) -> None:
     ours, base = report.time_pair(
         [CTXPACK, "estimate", str(small)],
         [PYTHON, "-c", IMPORTS],
-        repeat=max(report.repeat * 3, 5),  # cheap and noisy: more rounds
+        repeat=max(report.repeat * 6, 10),  # cheap and noisy: more rounds
         env=None if bytecode else dict(os.environ),
     )
     if bytecode:

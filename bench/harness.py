@@ -23,9 +23,11 @@ run while click's and orjson's come precompiled from pip, and start-up would mea
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
+import tarfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -46,6 +48,36 @@ ENV = {
 }
 
 Command = Sequence[str]
+
+
+def use_revision(revision: str) -> str:
+    """Measure the code of a commit, not the working tree (which others may be editing).
+
+    The commit's files are exported once to ``bench/data/src-<sha>`` and put first on the import
+    path, in this process and in every command's ``PYTHONPATH``; the venv (its ``ctxpack`` script
+    and dependencies) stays as installed. Returns the short commit id.
+    """
+    sha = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", f"{revision}^{{commit}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    source = DATA_DIR / f"src-{sha}"
+    if not source.exists():
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", "--format=tar", sha],
+            capture_output=True,
+            check=True,
+        ).stdout
+        partial = DATA_DIR / f".src-{sha}.{os.getpid()}"
+        partial.mkdir(parents=True)
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(partial, filter="data")
+        os.replace(partial, source)
+    sys.path.insert(0, str(source))
+    ENV["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), ENV.get("PYTHONPATH")]))
+    return sha
 
 
 @dataclass(frozen=True)

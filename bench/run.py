@@ -7,6 +7,7 @@ in this one run, never absolute times, so the table means the same on a laptop a
     python bench/run.py                    # everything (what `make bench` does)
     python bench/run.py core               # one module
     python bench/run.py core.startup       # one case (or just: startup)
+    python bench/run.py --rev HEAD         # the last commit, not the working tree
     python bench/run.py --list
 
 Exit status: 0 whenever the benchmarks ran, whatever they measured (a FAIL is a finding, reported
@@ -20,7 +21,7 @@ import importlib
 import sys
 import time
 
-from harness import BENCH_DIR, Report
+from harness import BENCH_DIR, Report, use_revision
 
 
 def modules() -> list[str]:
@@ -50,8 +51,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "-n", "--repeat", type=int, default=5, help="timed rounds per side (best of N; default 5)"
     )
+    parser.add_argument(
+        "--rev", metavar="COMMIT", help="measure this commit's code instead of the working tree"
+    )
     parser.add_argument("--list", action="store_true", help="list the benchmark modules")
     args = parser.parse_args(argv)
+    if args.rev:
+        print(f"measuring commit {use_revision(args.rev)} (bench/data/src-*)", flush=True)
 
     if args.list:
         for name in modules():
