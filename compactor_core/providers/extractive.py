@@ -4,9 +4,10 @@ It writes the six parts the prompt asks for — goal, work done, key constraints
 paths, key tool results (errors first), what is needed to continue — from the messages themselves:
 user requests quoted, tool calls counted, files read and written listed, errors picked out, the
 last assistant plan kept. The summary takes at most a quarter of the history it reads (a previous
-summary counts whole) and never more than ``max_tokens``, both by the estimate; when everything
-does not fit, the least important lines go first. A previous summary of this format (a rolling
-compaction) is merged section by section, so its facts, file paths above all, carry forward.
+summary counts whole) unless its essential lines need more, and never more than ``max_tokens``,
+all by the estimate; when everything does not fit, the least important lines go first. A previous
+summary of this format (a rolling compaction) is merged section by section, so its facts, file
+paths above all, carry forward.
 """
 
 from __future__ import annotations
@@ -115,24 +116,30 @@ class ExtractiveSummarizer:
         lang = request.lang if request.lang in SECTIONS else "en"
         facts = gather(request.messages)
         lines = compose(facts, lang)
-        budget = summary_budget(request.messages, facts, request.max_tokens, lang)
+        budget = summary_budget(request.messages, facts, lines, request.max_tokens, lang)
         return render(fit(lines, budget, lang), lang)
 
 
-def summary_budget(messages: list[Message], facts: Facts, max_tokens: int, lang: str) -> int:
-    """Tokens the summary may take: a quarter of what is new, plus a previous summary whole.
+def summary_budget(
+    messages: list[Message], facts: Facts, lines: list[Line], max_tokens: int, lang: str
+) -> int:
+    """Tokens the summary may take, never more than ``max_tokens``: a quarter of what is new plus
+    a previous summary whole, or what the essential lines (priority 0 and 1: the goal, the file
+    paths, the plan) need, if that is more.
 
-    A summary as long as the history it replaces saves nothing; one that shrinks a previous
-    summary again at every rolling compaction would wear its facts away.
+    A summary as long as the history it replaces saves nothing (and the no-gain guard refuses it);
+    one that shrinks a previous summary again at every rolling compaction would wear its facts
+    away; one without the files worked on is of little use to whoever carries on.
     """
-    total = estimate(messages)
+    headings = text_quarters(f"## {name}\n\n" for name in SECTIONS[lang])
     previous = 0
     if facts.previous is not None:
-        previous = quarters_to_tokens(
-            text_quarters([facts.previous, *(f"## {name}\n\n" for name in SECTIONS[lang])])
-        )
-    target = previous + max(total - previous, 0) // SHARE
-    return min(max_tokens, max(MIN_TOKENS, target))
+        previous = quarters_to_tokens(text_quarters([facts.previous]) + headings)
+    target = previous + max(estimate(messages) - previous, 0) // SHARE
+    essential = headings + sum(
+        text_quarters([line.text]) + 4 for line in lines if line.priority <= 1
+    )
+    return min(max_tokens, max(MIN_TOKENS, target, quarters_to_tokens(essential)))
 
 
 # --- gathering -----------------------------------------------------------------------------------
@@ -400,10 +407,15 @@ def fit(lines: list[Line], max_tokens: int, lang: str) -> list[Line]:
 
     Lines are taken by priority (earlier first among equals); one that does not fit is passed
     over, so a shorter, less important line may still make it in. A line of priority 0 (the first
-    request) is shortened to fit instead.
+    request) is shortened instead: to half the budget at most, and to what is left if need be.
     """
     budget = max_tokens * 4 - text_quarters(f"## {heading}\n\n" for heading in SECTIONS[lang])
-    lines = list(lines)
+    lines = [
+        Line(line.section, shorten(line.text, budget // 2), 0)
+        if line.priority == 0 and text_quarters([line.text]) > budget // 2
+        else line
+        for line in lines
+    ]
     chosen: set[int] = set()
     used = 0
     for index in sorted(range(len(lines)), key=lambda i: (lines[i].priority, i)):
