@@ -49,3 +49,70 @@ def fingerprint(path: Path) -> tuple[bytes, int, int]:
 
 def dumps(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False).encode()
+
+
+def tool_names_of(messages: list[dict[str, Any]]) -> dict[str, str]:
+    """Call id -> tool name, worked out here independently of the core (SPEC terms)."""
+    names: dict[str, str] = {}
+    for message in messages:
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            is_call = isinstance(block, dict) and block.get("type") == "tool_use"
+            if is_call and isinstance(block.get("id"), str):
+                name = block.get("name")
+                names[block["id"]] = name if isinstance(name, str) else "unknown"
+        for call in message.get("tool_calls") or ():
+            if isinstance(call.get("id"), str):
+                name = (call.get("function") or {}).get("name")
+                names[call["id"]] = name if isinstance(name, str) else "unknown"
+    return names
+
+
+def name_of(names: dict[str, str], call_id: Any) -> str:
+    return names.get(call_id, "unknown") if isinstance(call_id, str) else "unknown"
+
+
+def assert_only_tool_results_changed(before: list[dict], after: list[dict]) -> None:
+    """Everything equal except tool-result contents, which are markers with the right figures."""
+    names = tool_names_of(before)
+    assert len(before) == len(after)
+    for old, new in zip(before, after, strict=True):
+        if old.get("role") == "tool":
+            assert {k: v for k, v in old.items() if k != "content"} == {
+                k: v for k, v in new.items() if k != "content"
+            }
+            assert_marker_or_same(
+                old.get("content"),
+                new.get("content"),
+                name_of(names, old.get("tool_call_id")),
+            )
+            continue
+        if not isinstance(old.get("content"), list):
+            assert old == new
+            continue
+        assert {k: v for k, v in old.items() if k != "content"} == {
+            k: v for k, v in new.items() if k != "content"
+        }
+        assert len(old["content"]) == len(new["content"])
+        for old_block, new_block in zip(old["content"], new["content"], strict=True):
+            if isinstance(old_block, dict) and old_block.get("type") == "tool_result":
+                assert {k: v for k, v in old_block.items() if k != "content"} == {
+                    k: v for k, v in new_block.items() if k != "content"
+                }
+                tool = name_of(names, old_block.get("tool_use_id"))
+                assert_marker_or_same(old_block.get("content"), new_block.get("content"), tool)
+            else:
+                assert old_block == new_block
+
+
+def original_length(content: Any) -> int:
+    """SPEC §2's N: code points of a string, 0 for null, else of its JSON text."""
+    if isinstance(content, str):
+        return len(content)
+    return 0 if content is None else len(json.dumps(content, ensure_ascii=False))
+
+
+def assert_marker_or_same(old: Any, new: Any, tool: str) -> None:
+    if new == old:
+        return
+    assert new == f"[truncated: {tool} result, {original_length(old)} chars]"

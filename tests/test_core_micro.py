@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 import pytest
+from helpers import assert_only_tool_results_changed
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import STYLES, conversations
@@ -329,45 +330,6 @@ def test_nothing_to_do() -> None:
 
 
 # --- properties ----------------------------------------------------------------------------------
-
-
-def assert_only_tool_results_changed(before: list[dict], after: list[dict]) -> None:
-    """Everything equal except tool-result contents, which are markers with the right figures."""
-    names = tool_names(before)
-    assert len(before) == len(after)
-    for old, new in zip(before, after, strict=True):
-        if old.get("role") == "tool":
-            assert {k: v for k, v in old.items() if k != "content"} == {
-                k: v for k, v in new.items() if k != "content"
-            }
-            assert_marker_or_same(
-                old.get("content"),
-                new.get("content"),
-                names.get(old.get("tool_call_id"), "unknown"),
-            )
-            continue
-        if not isinstance(old.get("content"), list):
-            assert old == new
-            continue
-        assert {k: v for k, v in old.items() if k != "content"} == {
-            k: v for k, v in new.items() if k != "content"
-        }
-        assert len(old["content"]) == len(new["content"])
-        for old_block, new_block in zip(old["content"], new["content"], strict=True):
-            if isinstance(old_block, dict) and old_block.get("type") == "tool_result":
-                assert {k: v for k, v in old_block.items() if k != "content"} == {
-                    k: v for k, v in new_block.items() if k != "content"
-                }
-                tool = names.get(old_block.get("tool_use_id"), "unknown")
-                assert_marker_or_same(old_block.get("content"), new_block.get("content"), tool)
-            else:
-                assert old_block == new_block
-
-
-def assert_marker_or_same(old: Any, new: Any, tool: str) -> None:
-    if new == old:
-        return
-    assert new == f"[truncated: {tool} result, {content_length(old)} chars]"
 
 
 @pytest.mark.parametrize("style", STYLES)

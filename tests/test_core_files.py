@@ -1,0 +1,191 @@
+"""SPEC §6 writing: atomic writes, and in-place rewrites that never lose what they remove."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from compactor_core import atomic
+from compactor_core.atomic import TEMP_SUFFIX, atomic_write
+from compactor_core.errors import OutputError
+from compactor_core.files import InPlace, SourceFile, replace_file
+from compactor_core.formats import parse
+from compactor_core.micro import micro_compact
+from compactor_core.snapshots import SnapshotStore
+
+ORIGINAL = [
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "bash"}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "big"}]},
+]
+
+
+def leftovers(directory: Path) -> list[str]:
+    return [name for name in os.listdir(directory) if name.endswith(TEMP_SUFFIX)]
+
+
+# --- atomic_write --------------------------------------------------------------------------------
+
+
+def test_new_file_gets_0644(tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    atomic_write(target, b"[]\n")
+    assert target.read_bytes() == b"[]\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o755])
+def test_existing_file_keeps_its_mode(tmp_path: Path, mode: int) -> None:
+    target = tmp_path / "out.json"
+    target.write_bytes(b"old")
+    os.chmod(target, mode)
+    atomic_write(target, b"new")
+    assert target.read_bytes() == b"new"
+    assert stat.S_IMODE(target.stat().st_mode) == mode
+
+
+def test_missing_directory_is_an_output_error(tmp_path: Path) -> None:
+    with pytest.raises(OutputError, match=r"out\.json: cannot write"):
+        atomic_write(tmp_path / "no" / "out.json", b"x")
+    assert not (tmp_path / "no").exists()
+
+
+def test_directory_target_is_refused_and_untouched(tmp_path: Path) -> None:
+    target = tmp_path / "dir"
+    target.mkdir()
+    with pytest.raises(OutputError, match="dir: cannot write"):
+        atomic_write(target, b"x")
+    assert target.is_dir()
+
+
+def test_failed_rename_leaves_the_old_file_and_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "out.json"
+    target.write_bytes(b"old")
+
+    def refuse(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(atomic.os, "replace", refuse)
+    with pytest.raises(OutputError, match="No space left on device"):
+        atomic_write(target, b"new")
+    assert target.read_bytes() == b"old"
+    assert leftovers(tmp_path) == []
+
+
+def test_failed_write_leaves_the_old_file_and_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "out.json"
+    target.write_bytes(b"old")
+
+    def refuse(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(atomic.os, "fsync", refuse)
+    with pytest.raises(OutputError):
+        atomic_write(target, b"new")
+    assert target.read_bytes() == b"old"
+    assert leftovers(tmp_path) == []
+
+
+def test_symbolic_link_is_followed(tmp_path: Path) -> None:
+    real = tmp_path / "real.json"
+    real.write_bytes(b"old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real.name)
+    atomic_write(link, b"new")
+    assert link.is_symlink()
+    assert real.read_bytes() == b"new"
+
+
+def test_named_pipe_is_written_to_not_replaced(tmp_path: Path) -> None:
+    # regression: the rename replaced the pipe with a regular file (and so would /dev/null be,
+    # as root: not tested on the real device, which a regression would destroy)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    atomic_write(fifo, b"through the pipe")
+    reader.join(timeout=10)
+    assert received == [b"through the pipe"]
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+# --- replace_file --------------------------------------------------------------------------------
+
+
+def compacted(data: bytes):
+    conversation = parse(data)
+    micro_compact(conversation.messages, keep_recent=0)
+    return conversation
+
+
+@pytest.fixture
+def chat(tmp_path: Path) -> Path:
+    path = tmp_path / "chat 1.json"
+    path.write_bytes(json.dumps(ORIGINAL, indent=1).encode())
+    return path
+
+
+def test_original_goes_to_a_snapshot_named_after_the_file(chat: Path, tmp_path: Path) -> None:
+    original = chat.read_bytes()
+    store = SnapshotStore(tmp_path / "snaps")
+    replace_file(SourceFile.read(chat), compacted(original), InPlace(snapshots=store), str(chat))
+    assert json.loads(chat.read_bytes())[1]["content"][0]["content"] == (
+        "[truncated: bash result, 3 chars]"
+    )
+    [info] = store.snapshots()
+    assert info.session_id == "chat-1"
+    assert store.load(info) == ORIGINAL
+
+
+def test_backup_keeps_the_original_bytes_and_mode(chat: Path) -> None:
+    os.chmod(chat, 0o640)
+    original = chat.read_bytes()
+    settings = InPlace(backup_suffix=".bak")
+    replace_file(SourceFile.read(chat), compacted(original), settings, str(chat))
+    backup = chat.with_name(chat.name + ".bak")
+    assert backup.read_bytes() == original
+    assert stat.S_IMODE(backup.stat().st_mode) == 0o640
+    assert stat.S_IMODE(chat.stat().st_mode) == 0o640
+    assert chat.read_bytes() != original
+
+
+def test_read_only_file_is_refused_and_untouched(chat: Path, tmp_path: Path) -> None:
+    os.chmod(chat, 0o444)
+    original = chat.read_bytes()
+    store = SnapshotStore(tmp_path / "snaps")
+    with pytest.raises(OutputError, match="read-only"):
+        replace_file(SourceFile.read(chat), compacted(original), InPlace(snapshots=store), "c")
+    assert chat.read_bytes() == original
+    assert store.snapshots() == []
+
+
+def test_file_changed_meanwhile_is_left_alone(chat: Path) -> None:
+    source = SourceFile.read(chat)
+    chat.write_bytes(b"[]  ")  # someone else wrote it after it was read
+    with pytest.raises(OutputError, match="changed while"):
+        replace_file(source, compacted(source.data), InPlace(), str(chat))
+    assert chat.read_bytes() == b"[]  "
+
+
+def test_pretty_output(chat: Path) -> None:
+    replace_file(SourceFile.read(chat), compacted(chat.read_bytes()), InPlace(pretty=True), "c")
+    assert chat.read_text().startswith('[\n  {\n    "role": "assistant"')
+
+
+def test_symbolic_link_stays_a_link(chat: Path, tmp_path: Path) -> None:
+    link = tmp_path / "link.json"
+    link.symlink_to(chat)
+    source = SourceFile.read(link)
+    replace_file(source, compacted(source.data), InPlace(), str(link))
+    assert link.is_symlink()
+    assert "[truncated:" in chat.read_text()
