@@ -230,7 +230,7 @@ def _fmt(value: float, unit: str) -> str:
 def _target(row: Row) -> str:
     if row.target is None:
         return "-"
-    return f"{'>=' if row.higher_is_better else '<='} {row.target:g}x"
+    return f"{'>=' if row.higher_is_better else '<='} {row.target:.3g}x"
 
 
 def run_once(command: Command, env: dict[str, str] | None = None) -> float:
