@@ -27,6 +27,7 @@ _ASCII_ALNUM_WS = bytes(
     c for c in range(128) if chr(c).isalnum() or chr(c).isspace()
 )  # [A-Za-z0-9] and the ten ASCII characters str.isspace() accepts
 
+_ASCII = bytes(range(128))
 # High bytes of UTF-16 code units whose whole 256-code-point block is CJK.
 _CJK_FULL_BLOCKS = bytes(
     [0x30, *range(0x34, 0x4D), *range(0x4E, 0xA0), *range(0xAC, 0xD7), 0xF9, 0xFA]
@@ -67,16 +68,20 @@ def _unicode_quarters(text: str) -> int:
     # for each other space, and add 4 for each CJK character (U+3000 ends at 2 - 1 + 4 = 5).
     utf8 = text.encode("utf-8", "surrogatepass")
     ascii_alnum_ws = len(utf8) - len(utf8.translate(None, _ASCII_ALNUM_WS))
+    # Even in Chinese-heavy text most bytes are ASCII: look at the rest only. Multi-byte
+    # sequences stay whole, so the UTF-8 patterns below still match exact characters.
+    multibyte = utf8.translate(None, _ASCII)
     spaces = sum(
-        utf8.count(space)
+        multibyte.count(space)
         for lead, group in _NON_ASCII_SPACES.items()
-        if lead in utf8
+        if lead in multibyte
         for space in group
     )
-    high_bytes = text.encode("utf-16-le", "surrogatepass")[1::2]
+    others = multibyte.decode("utf-8", "surrogatepass")
+    high_bytes = others.encode("utf-16-le", "surrogatepass")[1::2]
     cjk = len(high_bytes) - len(high_bytes.translate(None, _CJK_FULL_BLOCKS))
-    if b"\x4d" in high_bytes or b"\xd7" in high_bytes or len(high_bytes) > len(text):
-        cjk += len(_CJK_PARTIAL.findall(text))
+    if b"\x4d" in high_bytes or b"\xd7" in high_bytes or len(high_bytes) > len(others):
+        cjk += len(_CJK_PARTIAL.findall(others))
     return 2 * len(text) - ascii_alnum_ws - spaces + 4 * cjk
 
 
