@@ -21,9 +21,8 @@ from .serialize import serialize
 
 DEFAULT_MAX_PROMPT_TOKENS = defaults.MAX_PROMPT_TOKENS
 LONG_TEXT = 2000  # characters; longer texts lose their middle in the second step
-LONG_INPUT = (
-    4 * LONG_TEXT
-)  # a tool input still longer than this once its strings are cut goes whole
+# A tool input still longer than this once its long strings are cut goes as its JSON text, cut.
+LONG_INPUT = 4 * LONG_TEXT
 KEEP_HEAD, KEEP_TAIL = 1200, 600
 
 
