@@ -205,8 +205,9 @@ def _warn(report: FileReport, job: pipeline.Job, out: Output) -> list[ExitStatus
             statuses.append(status_for(report.summary_error))
     if report.over_threshold:
         io.warn(
-            f"{report.label}: still over the threshold of {job.threshold} tokens after "
-            "compaction (the system messages and the pending turn alone are too big)"
+            f"{report.label}: still {report.tokens_after} tokens after compaction, over the "
+            f"threshold of {job.threshold}: the system messages, the pending turn and the "
+            "summary are kept whole and do not fit"
         )
         if out.strict:
             statuses.append(ExitStatus.PROVIDER_FAILED)

@@ -41,7 +41,7 @@ class Outcome:
     micro: MicroResult = field(default_factory=lambda: MicroResult(0, 0))
     full: Literal["compacted", "nothing", "failed", "would run", "not run"] = "not run"
     error: ProviderError | None = None  # why the summary failed
-    over_threshold: bool = False  # auto: the result is still too big
+    over_threshold: bool = False  # auto: the result is still too big, though nothing failed
     tokens_before: int | None = None
     tokens_after: int | None = None
     snapshots: tuple[Path, ...] = ()  # snapshots already taken of this input and its result
@@ -129,8 +129,10 @@ def _auto(job: Job, conversation: Conversation, context: Context) -> Outcome:
         outcome = _with(full, micro=micro_outcome.micro)
     else:  # the summary failed (or there was nothing to summarize): micro's result stands
         outcome = _with(micro_outcome, full=full.full, error=full.error, snapshots=full.snapshots)
-    over = measure(outcome.conversation, job.compat) > job.threshold
-    return _with(outcome, over_threshold=over)
+    if outcome.error is not None:
+        return outcome  # the failure is the news, not its consequence
+    after = measure(outcome.conversation, job.compat)
+    return _with(outcome, over_threshold=after > job.threshold, tokens_after=after)
 
 
 def _with(outcome: Outcome, **changes: object) -> Outcome:

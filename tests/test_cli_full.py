@@ -330,12 +330,6 @@ def test_auto_keeps_the_micro_result_when_the_summary_fails(use: Any) -> None:
     assert invoke("auto", "--threshold", "10", "--strict", messages=messages).exit_code == 69
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reported: after a failed summary auto also warns 'still over the threshold (the "
-    "system messages and the pending turn alone are too big)', which is not the cause, and "
-    "--strict then exits 1 (statuses 75 and 69 disagree) instead of 75",
-)
 def test_auto_summary_failure_is_one_warning_and_the_providers_status(use: Any) -> None:
     use(FAILING_PROVIDERS["retryable"]())
     messages = big_session()
@@ -351,7 +345,7 @@ def test_auto_still_over_the_threshold(use: Any) -> None:
     assert result.exit_code == 0
     assert output(result)[0] == messages[0]
     (line,) = warnings(result)
-    assert "still over the threshold of 1000 tokens" in line
+    assert "after compaction, over the threshold of 1000" in line
     assert invoke("auto", "--threshold", "1000", "--strict", messages=messages).exit_code == 69
 
 
