@@ -29,7 +29,9 @@ class ExitStatus(IntEnum):
     BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `cat big | head`
 
 
+# "\b" keeps click from re-wrapping the table into one paragraph in --help.
 TABLE = """\
+\b
 Exit status:
   0    success (also: nothing to compact; a summary failure without --strict)
   1    estimate --threshold: not over; a batch in which files failed for different reasons

@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import (
     CJK_RANGES,
@@ -279,6 +279,7 @@ def test_breakdown_survives_ids_that_are_not_strings() -> None:
 # --- properties ----------------------------------------------------------------------------------
 
 
+@settings(max_examples=200)  # a key property: more examples
 @given(st.text())
 def test_fast_text_path_equals_the_per_character_reference(text: str) -> None:
     assert exact(text) == reference_text(text)
@@ -294,6 +295,7 @@ def test_lone_surrogates_are_other_characters() -> None:
     assert exact("a\udfff你") == 0.25 + 0.5 + 1.5
 
 
+@settings(max_examples=200)  # a key property: more examples
 @pytest.mark.parametrize("style", STYLES)
 @given(data=st.data())
 def test_estimate_equals_the_reference_on_conversations(style: str, data: st.DataObject) -> None:
@@ -319,6 +321,7 @@ def test_estimate_equals_the_reference_on_arbitrary_blocks(blocks: list[dict]) -
     assert estimate(messages, compat=True) == reference_estimate(messages, compat=True)
 
 
+@settings(max_examples=200)  # a key property: more examples
 @given(conversations(), texts(min_size=1), st.data())
 def test_adding_content_never_lowers_the_estimate(
     messages: list[dict], extra: str, data: st.DataObject

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import STYLES, conversations, envelopes, json_values
 
@@ -255,6 +255,7 @@ def test_parse_errors_golden(golden) -> None:
 # --- properties ----------------------------------------------------------------------------------
 
 
+@settings(max_examples=200)  # a key property: more examples
 @pytest.mark.parametrize("style", STYLES)
 @given(data=st.data())
 def test_parse_dump_parse_is_the_identity(style: str, data: st.DataObject) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from helpers import assert_only_tool_results_changed
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import STYLES, conversations
 
@@ -332,6 +332,7 @@ def test_nothing_to_do() -> None:
 # --- properties ----------------------------------------------------------------------------------
 
 
+@settings(max_examples=200)  # a key property: more examples
 @pytest.mark.parametrize("style", STYLES)
 @given(data=st.data())
 def test_micro_changes_nothing_but_tool_result_contents(style: str, data: st.DataObject) -> None:
@@ -344,6 +345,7 @@ def test_micro_changes_nothing_but_tool_result_contents(style: str, data: st.Dat
     assert systems == [m for m in before if m.get("role") == "system"]
 
 
+@settings(max_examples=200)  # a key property: more examples
 @pytest.mark.parametrize("style", STYLES)
 @given(data=st.data())
 def test_micro_is_idempotent(style: str, data: st.DataObject) -> None:
