@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from helpers import GOLDEN
 from hypothesis import HealthCheck, settings
+from hypothesis.configuration import set_hypothesis_home_dir
+
+# Hypothesis keeps caches in ./.hypothesis; keep them out of the repository.
+set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "ctxpack-hypothesis")
 
 settings.register_profile(
     "ctxpack",

@@ -485,7 +485,7 @@ def wait_until_reading_stdin(pid: int) -> None:
         except OSError:
             time.sleep(1.5)
             return
-        if fields[:2] == ["0", "0x0"]:  # read, on file descriptor 0 (x86-64 numbering)
+        if fields[:2] in (["0", "0x0"], ["63", "0x0"]):  # read(0, ...): x86-64, arm64 numbers
             time.sleep(0.05)
             return
         time.sleep(0.02)
