@@ -24,7 +24,24 @@ if TYPE_CHECKING:
 
 
 class CtxpackGroup(click.Group):
-    """Turns every core error into its exit status and a one-line message, in one place."""
+    """Turns every error into its exit status and a one-line message, in one place."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            status = super().main(*args, standalone_mode=False, **kwargs)
+        except click.UsageError as error:  # one line, not click's usage block
+            command = error.ctx.command_path if error.ctx else "ctxpack"
+            io.warn(f"{error.format_message()} (see '{command} --help')")
+            sys.exit(ExitStatus.USAGE)
+        except click.ClickException as error:
+            io.warn(error.format_message())
+            sys.exit(error.exit_code)
+        except click.Abort:
+            io.warn("interrupted")
+            sys.exit(ExitStatus.INTERRUPTED)
+        sys.exit(status if isinstance(status, int) else ExitStatus.OK)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -251,7 +251,8 @@ def test_usage_errors_exit_2_and_touch_nothing(args: list[str], chats: list[Path
     result = invoke("micro", *argv, stdin=dumps(CHAT))
     assert result.exit_code == 2
     assert result.stdout == ""
-    assert "Error:" in result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("ctxpack: ") and line.endswith("--help')")
     assert fingerprint(chats[0]) == before
     assert not Path("x.json").exists()
 

@@ -280,7 +280,8 @@ def test_usage_error_is_2_and_touches_nothing(args: list[str], tmp_path: Path) -
     assert result.returncode == ExitStatus.USAGE
     assert result.stdout == b""
     assert b"Traceback" not in result.stderr
-    assert result.stderr.splitlines()[-1].startswith(b"Error: ")
+    (line,) = result.stderr.splitlines()  # one line, not click's usage block
+    assert line.startswith(b"ctxpack: ") and line.endswith(b"--help')")
     assert fingerprint(file) == before
     assert not Path("out.json").exists()
 
