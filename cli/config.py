@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from compactor_core.errors import ConfigError
 from compactor_core.providers.registry import (
@@ -118,20 +119,25 @@ def resolve_provider(flags: Mapping[str, Any], environ: Mapping[str, str]) -> Pr
             first("retries", ("CTXPACK_RETRIES",), file.get("retries"), 2)
         ),
         command=first("command", ("CTXPACK_COMMAND",), file.get("command"), None),
+        environment=dict(environ) if name == "command" else None,
     )
-    _check_complete(settings)
+    _check_complete(settings, named_key=bool(file.get("api_key_env")))
     return settings
 
 
-def _check_complete(settings: ProviderSettings) -> None:
+def _check_complete(settings: ProviderSettings, named_key: bool = False) -> None:
     if settings.name == "command" and not settings.command:
         raise ConfigError("provider 'command' needs a command: use --command or CTXPACK_COMMAND")
-    # A local server (Ollama, llama.cpp, vLLM, ...) may need no key; the hosted services do.
-    needs_key = settings.base_url is not None and settings.base_url == DEFAULT_BASE_URLS.get(
-        settings.name
-    )
-    if needs_key and not settings.api_key:
+    # A local server (Ollama, llama.cpp, vLLM, ...) may need no key; the hosted services do, and
+    # so does any server whose key variable the config file names.
+    if settings.api_key or not settings.is_network:
+        return
+    if named_key or _host(settings.base_url) == _host(DEFAULT_BASE_URLS.get(settings.name)):
         raise ConfigError(f"no API key for provider {settings.name!r}: set {settings.key_variable}")
+
+
+def _host(url: str | None) -> str | None:
+    return urlsplit(url).hostname if url else None
 
 
 def environment() -> Mapping[str, str]:

@@ -2,8 +2,9 @@
 
 The command is split like a shell would split it (``shlex``) but never run by one, so ``;``,
 ``$(...)`` and ``*`` reach the program as they are. The program gets the user prompt on its stdin as
-UTF-8, the system prompt in ``CTXPACK_SYSTEM_PROMPT`` (on top of the inherited environment), and
-writes the summary on stdout, which is used exactly as it comes: no stripping, so the program's
+UTF-8, the system prompt in ``CTXPACK_SYSTEM_PROMPT`` on top of the environment in the settings
+(the CLI passes its own, so the program sees what a shell would give it), and writes the summary on
+stdout, which is used exactly as it comes: no stripping, so the program's
 text, trailing newline and all, reaches the rebuilt message.
 
 A program that cannot be found is a configuration error (exit 78), found when the provider is built
@@ -37,15 +38,15 @@ class CommandSummarizer:
     name = "command"
 
     def __init__(self, settings: ProviderSettings) -> None:
+        self.environment = dict(settings.environment or {})
         self.argv = split_command(settings.command or "")
+        self.program = find_program(self.argv[0], self.environment.get("PATH"))
         self.timeout = settings.timeout or None  # 0 means no limit
         self.label = f"command ({os.path.basename(self.argv[0])})"
 
     def summarize(self, request: SummaryRequest) -> str:
-        # The child inherits this process's environment, as any child does; the core reads no
-        # setting from it.
-        environ = {**os.environ, SYSTEM_PROMPT_VARIABLE: request.system}
-        stdout, stderr, status = self._run(request.user.encode("utf-8"), environ)
+        environment = {**self.environment, SYSTEM_PROMPT_VARIABLE: request.system}
+        stdout, stderr, status = self._run(request.user.encode("utf-8"), environment)
         if status != 0:
             raise ProviderError(f"{self.label}: {_status(status)}{_last_line(stderr)}")
         try:
@@ -62,6 +63,7 @@ class CommandSummarizer:
         try:
             process = subprocess.Popen(
                 self.argv,
+                executable=self.program,  # found once, at start-up
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -84,19 +86,25 @@ class CommandSummarizer:
 
 
 def split_command(command: str) -> list[str]:
-    """The command's words; ConfigError if it is empty, unbalanced, or names no program."""
+    """The command's words; ConfigError if it is empty or its quotes are unbalanced."""
     try:
         argv = shlex.split(command)
     except ValueError as error:
         raise ConfigError(f"provider 'command': {command!r} cannot be split: {error}") from None
     if not argv:
         raise ConfigError("provider 'command' needs a command: use --command or CTXPACK_COMMAND")
-    if shutil.which(argv[0]) is None:
-        where = "" if os.sep in argv[0] else " on PATH"
-        raise ConfigError(
-            f"provider 'command': program {argv[0]!r} not found{where} (or not executable)"
-        )
     return argv
+
+
+def find_program(name: str, path: str | None) -> str:
+    """The program's path, looked up in ``path`` like a shell would; ConfigError if none."""
+    found = shutil.which(name, path=path)
+    if found is None:
+        where = "" if os.sep in name else " on PATH"
+        raise ConfigError(
+            f"provider 'command': program {name!r} not found{where} (or not executable)"
+        )
+    return found
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:

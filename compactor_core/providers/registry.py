@@ -6,6 +6,7 @@ out of their ``repr`` so it cannot leak into a log line or an error message.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
@@ -30,6 +31,9 @@ class ProviderSettings:
     timeout: float = 60.0
     retries: int = 2
     command: str | None = None
+    # What a command provider's program runs in (CTXPACK_SYSTEM_PROMPT is added): the CLI passes
+    # its own environment, as a shell would; the core never reads the process's. None: empty.
+    environment: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def is_network(self) -> bool:
