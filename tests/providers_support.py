@@ -15,6 +15,8 @@ from typing import Any
 from compactor_core.prompts import PROMPTS, SUMMARY_PREFIX
 
 SECRET = "sk-test-SECRET123"
+# Read at import: the suite's isolation fixture clears every CTXPACK_* variable before each test.
+REPORT = os.environ.get("CTXPACK_TEST_REPORT")
 CTXPACK = str(Path(sys.executable).with_name("ctxpack")) if sys.executable else "ctxpack"
 if not os.path.exists(CTXPACK):
     CTXPACK = shutil.which("ctxpack") or CTXPACK
@@ -163,3 +165,10 @@ def assert_compacted(run: Run, summary: str, conversation: Any = CONVERSATION) -
     ]
     assert len(snapshots(run)) == 2  # the input, then the result
     assert_no_secret(run)
+
+
+def report(case: str, seconds: float, **more: Any) -> None:
+    """Append one measurement to $CTXPACK_TEST_REPORT (JSON lines), if it is set."""
+    if REPORT:
+        with open(REPORT, "a", encoding="utf-8") as file:
+            file.write(json.dumps({"case": case, "seconds": round(seconds, 3), **more}) + "\n")

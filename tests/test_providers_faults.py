@@ -11,8 +11,6 @@ Set ``CTXPACK_TEST_REPORT=FILE`` to have each case's attempts and time appended 
 from __future__ import annotations
 
 import email.utils
-import json
-import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -29,6 +27,7 @@ from providers_support import (
     assert_compacted,
     assert_no_secret,
     clean_env,
+    report,
     run_ctxpack,
     snapshots,
 )
@@ -51,12 +50,8 @@ def server() -> Iterator[ScriptedServer]:
     server.close()
 
 
-def report(name: str, run: Run, server: ScriptedServer) -> None:
-    path = os.environ.get("CTXPACK_TEST_REPORT")
-    if path:
-        entry = {"case": name, "attempts": len(server.requests), "seconds": round(run.seconds, 3)}
-        with open(path, "a", encoding="utf-8") as file:
-            file.write(json.dumps(entry) + "\n")
+def record(name: str, run: Run, server: ScriptedServer) -> None:
+    report(name, run.seconds, attempts=len(server.requests), status=run.returncode)
 
 
 # --- replies, as the two protocols shape them ----------------------------------------------------
@@ -378,7 +373,7 @@ def test_fault(tmp_path: Path, fault: Fault) -> None:
         for server in servers:
             server.close()
     for run, server, status in zip(runs, servers, (0, fault.status), strict=True):
-        report(fault.name, run, server)
+        record(fault.name, run, server)
         assert_best_effort(run, fault.cause, status)
         assert len(server.requests) == fault.attempts
         prefix = "ctxpack: <stdin>: summary failed, input left as it was: "
@@ -398,7 +393,7 @@ def test_connection_refused(tmp_path: Path) -> None:
 def test_500_then_200_is_retried(tmp_path: Path, server: ScriptedServer) -> None:
     server.script(Reply(500, {"error": {"message": "boom"}}), Reply(200, chat()))
     run = ctxpack(tmp_path, server, strict=True)
-    report("500 then 200", run, server)
+    record("500 then 200", run, server)
     assert_compacted(run, SUMMARY)
     assert len(server.requests) == 2
     assert server.requests[0].body == server.requests[1].body
@@ -409,7 +404,7 @@ def test_429_retry_after_is_honoured(tmp_path: Path, server: ScriptedServer) -> 
         Reply(429, {"error": {"message": "slow down"}}, {"retry-after": "1"}), Reply(200, chat())
     )
     run = ctxpack(tmp_path, server, strict=True)
-    report("429 Retry-After 1 then 200", run, server)
+    record("429 Retry-After 1 then 200", run, server)
     assert_compacted(run, SUMMARY)
     first, second = server.requests
     assert second.at - first.at >= 0.95
@@ -420,7 +415,7 @@ def test_anthropic_529_then_200(tmp_path: Path, server: ScriptedServer) -> None:
         anthropic_error(529, "overloaded_error", "Overloaded"), Reply(200, anthropic_message())
     )
     run = ctxpack(tmp_path, server, "anthropic", strict=True)
-    report("Anthropic 529 then 200", run, server)
+    record("Anthropic 529 then 200", run, server)
     assert_compacted(run, SUMMARY)
     assert len(server.requests) == 2
 

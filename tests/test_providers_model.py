@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import select
 import subprocess
 import sys
@@ -27,7 +26,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from providers_support import SECRET, Run, assert_no_secret, clean_env, run_ctxpack, snapshots
+from providers_support import (
+    SECRET,
+    Run,
+    assert_no_secret,
+    clean_env,
+    report,
+    run_ctxpack,
+    snapshots,
+)
 
 from compactor_core.prompts import PROMPTS, SUMMARY_PREFIX
 from compactor_core.providers.base import SummaryRequest
@@ -108,16 +115,8 @@ def ctxpack(
     args += ["--lang", "en", "--max-tokens", "300", "--timeout", "120", *extra]
     env = clean_env(tmp_path, **{KEY_VARIABLES[provider]: key})
     run = run_ctxpack(tmp_path, args, conversation, env, timeout=300)
-    _report(f"ctxpack full --provider {provider} {' '.join(extra)}".strip(), run.seconds)
+    report(f"ctxpack full --provider {provider} {' '.join(extra)}".strip(), run.seconds)
     return run
-
-
-def _report(case: str, seconds: float, **more: Any) -> None:
-    print(f"{case}: {seconds:.3f} s {more or ''}")
-    path = os.environ.get("CTXPACK_TEST_REPORT")
-    if path:
-        with open(path, "a", encoding="utf-8") as file:
-            file.write(json.dumps({"case": case, "seconds": round(seconds, 3), **more}) + "\n")
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
@@ -187,6 +186,6 @@ def test_latency_of_one_summary_request(model_server: str) -> None:
     for attempt in range(3):
         started = time.monotonic()
         assert summarizer.summarize(request).strip()
-        _report(f"openai summarize() #{attempt + 1}", time.monotonic() - started)
+        report(f"openai summarize() #{attempt + 1}", time.monotonic() - started)
     assert summarizer.client.attempts == 3  # one request each: nothing was retried
     summarizer.client.close()
