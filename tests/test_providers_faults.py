@@ -518,6 +518,16 @@ def test_missing_key_for_the_hosted_service(tmp_path: Path) -> None:
     assert run.stdout == "" and snapshots(run) == []
 
 
+def test_a_base_url_without_a_scheme_is_a_config_error(tmp_path: Path) -> None:
+    args = ["full", "--provider", "openai", "--base-url", "localhost:11434/v1"]
+    run = run_ctxpack(tmp_path, args, env=clean_env(tmp_path))
+    assert run.returncode == 78
+    assert run.stderr == (
+        "ctxpack: base URL 'localhost:11434/v1' for provider 'openai' must start with http:// "
+        "or https://\n"
+    )
+
+
 # --- the retry logic itself, against the same real server, without waiting ----------------------
 
 
@@ -615,7 +625,7 @@ def test_long_server_messages_are_clipped_to_one_line(server: ScriptedServer) ->
     assert "line one line two" in text and "SECRET" not in text
 
 
-def test_the_core_never_waits_on_import() -> None:
+def test_building_a_network_provider_does_not_import_httpx() -> None:
     """Building a network provider does not import httpx; the first request does."""
     import subprocess
     import sys

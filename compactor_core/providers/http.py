@@ -25,6 +25,7 @@ asks for a summary and should not pay the ~0.3 s httpx and its TLS context cost.
 from __future__ import annotations
 
 import email.utils
+import itertools
 import json
 import random
 import time
@@ -60,6 +61,11 @@ class _Failure:
     retry_after: float | None = None  # what the server asked for, in seconds
 
 
+@dataclass
+class _Reply:
+    data: Any
+
+
 class JsonClient:
     """POSTs JSON to one API and returns the decoded reply, retrying what is worth retrying.
 
@@ -79,9 +85,7 @@ class JsonClient:
         jitter: Callable[[], float] = random.random,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        if not settings.base_url:
-            raise ConfigError(f"provider {provider!r} needs a base URL: use --base-url")
-        self.base_url = settings.base_url.rstrip("/")
+        self.base_url = _checked_base_url(provider, settings.base_url)
         self.label = f"{provider} ({_host(self.base_url)})"
         self.retries = settings.retries
         self.timeout = settings.timeout or None  # 0 means no limit
@@ -95,26 +99,27 @@ class JsonClient:
     def post_json(self, path: str, body: Mapping[str, Any]) -> Any:
         """The decoded JSON reply to ``POST {base_url}{path}``; raise ProviderError on failure."""
         content = _encode(body)
-        retry = 0
-        while True:
-            failure = self._attempt(path, content)
-            if isinstance(failure, _Reply):
-                return failure.data
-            if not failure.retryable:
-                raise ProviderError(self._say(failure.cause))
-            if retry >= self.retries:
-                tries = f" (after {retry + 1} attempts)" if retry else ""
-                raise RetryableProviderError(self._say(failure.cause + tries))
-            delay = self._delay(retry, failure.retry_after)
-            if delay is None:
-                raise RetryableProviderError(
-                    self._say(
-                        f"{failure.cause} (the server asks to retry after "
-                        f"{failure.retry_after:.0f} s)"
-                    )
-                )
-            retry += 1
-            self._sleep(delay)
+        for retry in itertools.count():
+            outcome = self._attempt(path, content)
+            if isinstance(outcome, _Reply):
+                return outcome.data
+            self._sleep(self._wait_before_retry(outcome, retry))
+        raise AssertionError("unreachable")
+
+    def _wait_before_retry(self, failure: _Failure, retry: int) -> float:
+        """Seconds to wait before trying again; raise the failure when there is no again."""
+        if not failure.retryable:
+            raise ProviderError(self._say(failure.cause))
+        if retry >= self.retries:
+            tries = f" (after {retry + 1} attempts)" if retry else ""
+            raise RetryableProviderError(self._say(failure.cause + tries))
+        if failure.retry_after is not None:
+            if failure.retry_after > MAX_RETRY_AFTER:
+                asked = f"the server asks to retry after {failure.retry_after:.0f} s"
+                raise RetryableProviderError(self._say(f"{failure.cause} ({asked})"))
+            return failure.retry_after
+        backoff = min(BACKOFF_MAX, BACKOFF_FIRST * 2**retry)
+        return backoff / 2 + self._jitter() * backoff / 2  # equal jitter
 
     def close(self) -> None:
         if self._client is not None:
@@ -130,7 +135,7 @@ class JsonClient:
         try:
             response = self._http().post(self.base_url + path, content=content)
         except httpx.TimeoutException as error:
-            return _Failure(f"no reply within {self.timeout} s ({_timeout_kind(error)})", True)
+            return _Failure(f"no reply within {self.timeout:g} s ({_timeout_kind(error)})", True)
         except httpx.TransportError as error:
             return _Failure(f"connection failed: {_cause(error)}", True)
         if response.is_success:
@@ -170,7 +175,7 @@ class JsonClient:
         said = error_message(data) or clip(text, 160) or response.reason_phrase
         cause = f"HTTP {status}: {said}"
         if 300 <= status < 400 and response.headers.get("location"):
-            cause += f" (redirected to {response.headers['location']}: use that as --base-url)"
+            cause += f" (redirected to {response.headers['location']}: check --base-url)"
         retryable = status in RETRYABLE_STATUSES or status >= 500
         if status == 429 and _quota_exhausted(data):
             retryable = False  # waiting will not help before the quota is raised
@@ -178,26 +183,10 @@ class JsonClient:
 
     def _text(self, response: httpx.Response) -> str:
         """The body as text, the key scrubbed out before anything can clip it in two."""
-        try:
-            text = response.content.decode("utf-8")
-        except UnicodeDecodeError:
-            text = response.content.decode("utf-8", "replace")
-        return scrub(text, self._secrets)
-
-    def _delay(self, retry: int, asked: float | None) -> float | None:
-        """Seconds to wait before retry number ``retry + 1``; None if the server asks too much."""
-        if asked is not None:
-            return asked if asked <= MAX_RETRY_AFTER else None
-        backoff = min(BACKOFF_MAX, BACKOFF_FIRST * 2**retry)
-        return backoff / 2 + self._jitter() * backoff / 2
+        return scrub(response.content.decode("utf-8", "replace"), self._secrets)
 
     def _say(self, cause: str) -> str:
         return one_line(f"{self.label}: {cause}", self._secrets)
-
-
-@dataclass
-class _Reply:
-    data: Any
 
 
 # --- keys ----------------------------------------------------------------------------------------
@@ -354,6 +343,20 @@ def _encode(body: Mapping[str, Any]) -> bytes:
     except UnicodeEncodeError:
         # a lone surrogate (valid in JSON input, not in UTF-8): send it escaped
         return json.dumps(body).encode("ascii")
+
+
+def _checked_base_url(provider: str, url: str | None) -> str:
+    from urllib.parse import urlsplit
+
+    if not url:
+        raise ConfigError(f"provider {provider!r} needs a base URL: use --base-url")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        shown = url.rpartition("@")[2]  # never a user:password part
+        raise ConfigError(
+            f"base URL {shown!r} for provider {provider!r} must start with http:// or https://"
+        )
+    return url.rstrip("/")
 
 
 def _host(url: str) -> str:
