@@ -190,8 +190,8 @@ FAULTS = [
         (Stall(10),),
         "no reply within 0.5 s (read timeout)",
         RETRYABLE,
-        1,
-        options={"retries": 0, "timeout": 0.5},
+        1,  # retryable later, but a model too slow once is not asked again in the same run
+        options={"retries": 2, "timeout": 0.5},
     ),
     Fault(
         "a dropped connection",

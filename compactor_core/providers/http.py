@@ -1,17 +1,18 @@
 """HTTP plumbing shared by the network providers: one client, timeouts, retries, one-line errors.
 
-What is retried, up to ``settings.retries`` times after the first attempt:
-connection errors (refused, reset, dropped), timeouts, HTTP 408, 429 and 5xx (Anthropic's 529
-"overloaded" included). The wait before retry *n* is an exponential backoff (0.5 s, 1 s, 2 s, …,
-at most 8 s) with equal jitter, so many agents that failed together do not retry together; when the
-server says how long to wait (``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date)
-that wins. A server that asks for more than :data:`MAX_RETRY_AFTER` seconds is not waited for: the
-failure is reported at once (retryable, exit 75 under --strict), because a filter in an agent's loop
-must not hang for minutes.
+What is retried, up to ``settings.retries`` times after the first attempt: connection errors
+(refused, reset, dropped, connect timeouts), HTTP 408, 429 and 5xx (Anthropic's 529 "overloaded"
+included). The wait before retry *n* is an exponential backoff (0.5 s, 1 s, 2 s, …, at most 8 s)
+with equal jitter, so many agents that failed together do not retry together; when the server says
+how long to wait (``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date) that wins.
+A server that asks for more than :data:`MAX_RETRY_AFTER` seconds is not waited for: the failure is
+reported at once (retryable, exit 75 under --strict), because a filter in an agent's loop must not
+hang for minutes.
 
-Not retried: other 4xx, a 429 that means an exhausted quota rather than a rate (OpenAI's
-``insufficient_quota``, Anthropic's spend limit), a reply that is not JSON, or an error object in a
-200 reply.
+Not retried: a read timeout (a model too slow for ``--timeout`` would be as slow again; it is
+reported as retryable, exit 75, but not asked again in the same run), other 4xx, a 429 that means
+an exhausted quota rather than a rate (OpenAI's ``insufficient_quota``, Anthropic's spend limit), a
+reply that is not JSON, or an error object in a 200 reply.
 
 Errors are :class:`RetryableProviderError` (timeouts, 429, 5xx, connection: worth trying later) or
 :class:`ProviderError` (everything else). Each message is one line: the provider and host, the HTTP
@@ -59,6 +60,7 @@ class _Failure:
     cause: str
     retryable: bool
     retry_after: float | None = None  # what the server asked for, in seconds
+    again_now: bool = True  # retryable later, but not within this run (a slow model)
 
 
 @dataclass
@@ -110,7 +112,7 @@ class JsonClient:
         """Seconds to wait before trying again; raise the failure when there is no again."""
         if not failure.retryable:
             raise ProviderError(self._say(failure.cause))
-        if retry >= self.retries:
+        if retry >= self.retries or not failure.again_now:
             tries = f" (after {retry + 1} attempts)" if retry else ""
             raise RetryableProviderError(self._say(failure.cause + tries))
         if failure.retry_after is not None:
@@ -135,7 +137,10 @@ class JsonClient:
         try:
             response = self._http().post(self.base_url + path, content=content)
         except httpx.TimeoutException as error:
-            return _Failure(f"no reply within {self.timeout:g} s ({_timeout_kind(error)})", True)
+            # A model too slow for --timeout will be as slow again: asking it twice more would
+            # triple the wait in an agent's loop. Only a connection that never opened is retried.
+            cause = f"no reply within {self.timeout:g} s ({_timeout_kind(error)})"
+            return _Failure(cause, True, again_now=isinstance(error, httpx.ConnectTimeout))
         except httpx.TransportError as error:
             return _Failure(f"connection failed: {_cause(error)}", True)
         if response.is_success:
