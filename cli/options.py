@@ -137,7 +137,7 @@ provider_options = bundle(
     click.option("--model", help="Model name for a network provider [env CTXPACK_MODEL]."),
     click.option("--base-url", help="API base URL [env OPENAI_BASE_URL / ANTHROPIC_BASE_URL]."),
     click.option(
-        "--timeout", type=click.FloatRange(min=0), help="Seconds per request [default: 60]."
+        "--timeout", type=click.FloatRange(min=0), help="Seconds per request, 0 for no limit [default: 60]."
     ),
     click.option(
         "--retries", type=click.IntRange(min=0), help="Retries on 429, 5xx and connection errors."
