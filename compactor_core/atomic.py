@@ -29,20 +29,27 @@ def write_temp(directory: Path, name: str, data: bytes, mode: int = 0o600) -> Pa
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
+            os.fchmod(handle.fileno(), mode)  # before the fsync, so the mode is as durable
             os.fsync(handle.fileno())
-        os.chmod(temp, mode)
     except BaseException:
         _remove(temp)
         raise
     return Path(temp)
 
 
-def atomic_write(path: Path, data: bytes, new_file_mode: int = NEW_FILE_MODE) -> None:
+def atomic_write(
+    path: Path, data: bytes, new_file_mode: int = NEW_FILE_MODE, sync_directory: bool = True
+) -> Path:
     """Replace ``path`` with ``data`` atomically, keeping an existing file's permission bits.
 
     A symbolic link is followed (the file it points to is replaced, the link stays), and what is
     not a regular file (``/dev/null``, a named pipe, a terminal) is written to directly: renaming
     over it would replace the device or pipe itself.
+
+    Returns the folder the file is in. With ``sync_directory=False`` the rename is not made
+    durable here: the caller must ``fsync_directory`` that folder before it reports success (a
+    batch does each folder once at its end, not once per file). Until then a crash can only bring
+    back the old file, never a mix: the new one was fsynced before the rename.
     """
     path = Path(path)
     target = Path(os.path.realpath(path))
@@ -55,7 +62,7 @@ def atomic_write(path: Path, data: bytes, new_file_mode: int = NEW_FILE_MODE) ->
     else:
         if not stat.S_ISREG(status.st_mode):
             _write_directly(path, target, data)
-            return
+            return target.parent
         mode = status.st_mode & 0o7777
     try:
         temp = write_temp(target.parent, target.name, data, mode)
@@ -64,9 +71,11 @@ def atomic_write(path: Path, data: bytes, new_file_mode: int = NEW_FILE_MODE) ->
         except BaseException:
             _remove(temp)
             raise
-        fsync_directory(target.parent)
+        if sync_directory:
+            fsync_directory(target.parent)
     except OSError as error:
         raise OutputError(f"{path}: cannot write: {error.strerror or error}") from None
+    return target.parent
 
 
 def _write_directly(path: Path, target: Path, data: bytes) -> None:

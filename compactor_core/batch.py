@@ -27,10 +27,11 @@ from concurrent.futures import (
     ThreadPoolExecutor,
     as_completed,
 )
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from .atomic import atomic_write, remove_stale_temp_files
+from .atomic import atomic_write, fsync_directory, remove_stale_temp_files
 from .errors import CtxpackError, InputUnreadable, OutputError, ProviderError
 from .files import InPlace, SourceFile, check_writable, replace_file
 from .formats import dump, parse
@@ -71,9 +72,10 @@ class FileReport:
     truncated: int = 0
     tokens_before: int | None = None
     tokens_after: int | None = None
+    written: str | None = None  # the folder a file was written into (its fsync may wait)
 
     @classmethod
-    def of(cls, label: str, outcome: Outcome) -> FileReport:
+    def of(cls, label: str, outcome: Outcome, written: Path | None = None) -> FileReport:
         return cls(
             label,
             changed=outcome.changed,
@@ -83,6 +85,7 @@ class FileReport:
             truncated=outcome.micro.truncated,
             tokens_before=outcome.tokens_before,
             tokens_after=outcome.tokens_after,
+            written=str(written) if written else None,
         )
 
 
@@ -172,8 +175,17 @@ def clean_up_after_killed_runs(targets: Sequence[Target], extra: Sequence[Path] 
 # --- doing one file ------------------------------------------------------------------------------
 
 
-def process(target: Target, settings: BatchSettings, provider: Summarizer | None) -> FileReport:
-    """Compact one file and write the result; every failure becomes part of the report."""
+def process(
+    target: Target,
+    settings: BatchSettings,
+    provider: Summarizer | None,
+    sync_directory: bool = True,
+) -> FileReport:
+    """Compact one file and write the result; every failure becomes part of the report.
+
+    With ``sync_directory=False`` the rename of a written file is made durable by the caller
+    (``run_batch`` does each folder once, at the end), see ``atomic.atomic_write``.
+    """
     try:
         source = SourceFile.read(target.path)
         conversation = parse(source.data, target.label)
@@ -183,24 +195,29 @@ def process(target: Target, settings: BatchSettings, provider: Summarizer | None
             return FileReport.of(target.label, preview(settings.job, conversation))
         context = Context(provider, settings.writing.snapshots, session_id_for_file(target.path))
         outcome = run(settings.job, conversation, context)
-        _write(target, source, outcome, settings.writing)
-        return FileReport.of(target.label, outcome)
+        written = _write(target, source, outcome, settings.writing, sync_directory)
+        return FileReport.of(target.label, outcome, written)
     except CtxpackError as error:
         return FileReport(target.label, error=error)
 
 
-def _write(target: Target, source: SourceFile, outcome: Outcome, writing: InPlace) -> None:
+def _write(
+    target: Target, source: SourceFile, outcome: Outcome, writing: InPlace, sync_directory: bool
+) -> Path | None:
+    """Write the result where it goes; return the folder written into, if anything was."""
     if target.destination is None:
-        if outcome.changed:
-            replace_file(
-                source, outcome.conversation, writing, target.label, bool(outcome.snapshots)
-            )
-        return
+        if not outcome.changed:
+            return None
+        snapshot_taken = bool(outcome.snapshots)
+        return replace_file(
+            source, outcome.conversation, writing, target.label, snapshot_taken, sync_directory
+        )
     data = dump(outcome.conversation, writing.pretty) if outcome.changed else source.data
     if _holds(target.destination, data):
-        return  # a re-run: the result is already there
+        return None  # a re-run: the result is already there
     target.destination.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(target.destination, data, new_file_mode=source.mode & 0o7777)
+    mode = source.mode & 0o7777
+    return atomic_write(target.destination, data, mode, sync_directory)
 
 
 def _holds(path: Path, data: bytes) -> bool:
@@ -222,13 +239,47 @@ def run_batch(
 ) -> Iterator[FileReport]:
     """Process every target; yield each report as soon as its file is done.
 
-    Stopping the iteration early (``--fail-fast``) cancels the files not yet started.
+    Stopping the iteration early (``--fail-fast``) cancels the files not yet started. The folders
+    written into are fsynced once each at the end (or when stopped), not once per file: that
+    halves the journal commits a batch waits for, and a crash before then can only bring files
+    back to their old version, which a re-run redoes.
     """
+    written: set[str] = set()
+    reported = 0
+    try:
+        with closing(
+            _reports(targets, settings, provider_settings, workers, max_concurrency)
+        ) as reports:
+            for report in reports:
+                reported += 1
+                if report.written:
+                    written.add(report.written)
+                yield report
+    finally:
+        if reported < len(targets):  # stopped early: files in progress were written unreported
+            written.update(_folder_of(target) for target in targets)
+        for directory in sorted(written):
+            fsync_directory(Path(directory))
+
+
+def _folder_of(target: Target) -> str:
+    return os.path.dirname(os.path.realpath(target.destination or target.path))
+
+
+def _reports(
+    targets: Sequence[Target],
+    settings: BatchSettings,
+    provider_settings: ProviderSettings,
+    workers: int,
+    max_concurrency: int,
+) -> Iterator[FileReport]:
     needs_provider = not settings.dry_run and settings.job.command != "micro"
     if needs_provider and provider_settings.name != "extractive":  # waits on a model
         provider = build_provider(provider_settings)
         with ThreadPoolExecutor(max_workers=max(1, max_concurrency)) as threads:
-            futures = [threads.submit(process, target, settings, provider) for target in targets]
+            futures = [
+                threads.submit(process, target, settings, provider, False) for target in targets
+            ]
             yield from _as_completed(futures, threads)
     elif workers > 1 and len(targets) > 1:
         with ProcessPoolExecutor(
@@ -239,7 +290,7 @@ def run_batch(
     else:
         provider = build_provider(provider_settings) if needs_provider else None
         for target in targets:
-            yield process(target, settings, provider)
+            yield process(target, settings, provider, sync_directory=False)
 
 
 def _as_completed(futures: list[Future[FileReport]], executor: Executor) -> Iterator[FileReport]:
@@ -265,4 +316,4 @@ def _start_worker(settings: BatchSettings, provider_settings: ProviderSettings) 
 def _process_in_worker(target: Target) -> FileReport:
     if _worker_settings is None:
         raise RuntimeError("batch worker used before it was started")
-    return process(target, _worker_settings, _worker_provider)
+    return process(target, _worker_settings, _worker_provider, sync_directory=False)

@@ -89,8 +89,13 @@ def replace_file(
     settings: InPlace,
     label: str,
     snapshot_taken: bool = False,
-) -> None:
-    """Write ``result`` over ``source``; the original goes to a snapshot (and backup) first."""
+    sync_directory: bool = True,
+) -> Path:
+    """Write ``result`` over ``source``; the original goes to a snapshot (and backup) first.
+
+    Returns the folder written into; see ``atomic_write`` for ``sync_directory``. The snapshot and
+    the backup are always durable before the file is replaced.
+    """
     check_writable(source, label)
     if settings.snapshots is not None and not snapshot_taken:
         original = parse(source.data, label).messages
@@ -100,4 +105,4 @@ def replace_file(
         atomic_write(backup, source.data, new_file_mode=source.mode & 0o7777)
     if not source.unchanged_on_disk():
         raise OutputError(f"{label}: file changed while it was being compacted, left as is")
-    atomic_write(source.path, dump(result, settings.pretty))
+    return atomic_write(source.path, dump(result, settings.pretty), sync_directory=sync_directory)

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from compactor_core import batch
+from compactor_core import atomic, batch
 from compactor_core.atomic import TEMP_SUFFIX, remove_stale_temp_files
 from compactor_core.batch import (
     BatchSettings,
@@ -568,6 +568,77 @@ def test_a_file_deleted_after_it_was_read_is_not_recreated(tmp_path: Path) -> No
 def test_missing_files_are_reported_as_unreadable(tmp_path: Path) -> None:
     reports = do(find_targets([str(tmp_path / "nope.json")], False), in_place())
     assert isinstance(reports[str(tmp_path / "nope.json")].error, InputUnreadable)
+
+
+# --- durability: each folder fsynced once -------------------------------------------------------
+
+
+def record_folder_syncs(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    synced: list[Path] = []
+    real_sync = atomic.fsync_directory
+
+    def sync(directory: Path) -> None:
+        synced.append(Path(directory))
+        real_sync(directory)
+
+    monkeypatch.setattr(atomic, "fsync_directory", sync)
+    monkeypatch.setattr(batch, "fsync_directory", sync)
+    return synced
+
+
+def test_a_batch_fsyncs_each_folder_once_after_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "d"
+    for folder in ("a", "b", "c"):
+        for seed in range(4):
+            write_session(root / folder / f"s{seed}.json", seed=seed)
+    write_session(root / "quiet" / "small.json", turns=1)  # not rewritten: nothing to sync
+    synced = record_folder_syncs(monkeypatch)
+    reports = list(run_batch(find_targets([str(root)], True), in_place(), ProviderSettings()))
+    assert len(reports) == 13
+    assert sorted(synced) == [root / "a", root / "b", root / "c"]
+
+
+def test_a_stopped_batch_still_fsyncs_the_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for seed in range(6):
+        write_session(tmp_path / "d" / f"s{seed}.json", seed=seed)
+    synced = record_folder_syncs(monkeypatch)
+    reports = run_batch(find_targets([str(tmp_path / "d")], True), in_place(), ProviderSettings())
+    next(reports)
+    assert synced == []
+    reports.close()
+    assert synced == [tmp_path / "d"]
+
+
+def test_one_file_on_its_own_is_fsynced_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_session(tmp_path / "a.json")
+    synced = record_folder_syncs(monkeypatch)
+    report = batch.process(Target(path, "a.json"), in_place(), None)
+    assert report.written == str(tmp_path)
+    assert synced == [tmp_path]
+
+
+def test_temp_files_are_fsynced_with_their_final_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_session(tmp_path / "a.json")
+    path.chmod(0o640)
+    modes: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        modes.append(stat.S_IMODE(os.fstat(fd).st_mode))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    do([Target(path, "a.json")], in_place())
+    assert modes[0] == 0o640  # the temporary file, already with the mode it will keep
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
 
 
 # --- leftovers of killed runs --------------------------------------------------------------------
