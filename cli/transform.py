@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -159,8 +160,9 @@ def _batch(
         InPlace(out.pretty, out.backup, out.snapshots),
         out.dry_run,
     )
+    stop = threading.Event()  # --fail-fast: start nothing more, report what is in progress
     reports = run_batch(
-        targets, settings, provider, out.jobs or os.cpu_count() or 1, out.max_concurrency
+        targets, settings, provider, out.jobs or os.cpu_count() or 1, out.max_concurrency, stop
     )
     done: list[FileReport] = []
     failures: list[ExitStatus] = []
@@ -173,8 +175,7 @@ def _batch(
             io.warn(_stats_line(report))
         failures.extend(statuses)
         if statuses and out.fail_fast:
-            reports.close()
-            break
+            stop.set()
     if len(targets) > 1 or out.stats or out.dry_run:
         io.warn(_summary_line(done, len(targets), out.dry_run))
     if out.json_report:

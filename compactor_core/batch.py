@@ -19,6 +19,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import signal
+import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import (
     Executor,
@@ -27,9 +28,10 @@ from concurrent.futures import (
     ThreadPoolExecutor,
     as_completed,
 )
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from .atomic import atomic_write, fsync_directory, remove_stale_temp_files
 from .errors import CtxpackError, InputUnreadable, OutputError, ProviderError
@@ -41,6 +43,9 @@ from .providers.registry import ProviderSettings, build_provider
 from .snapshots import session_id_for_file
 
 DEFAULT_GLOBS = ("*.json", "*.jsonl")
+CHUNK_FILES = 16  # files a worker process takes at a time ...
+CHUNK_BYTES = 256 * 1024  # ... but not more than this much of them, unless one file is bigger
+Result = TypeVar("Result")
 
 
 @dataclass(frozen=True)
@@ -236,19 +241,22 @@ def run_batch(
     provider_settings: ProviderSettings,
     workers: int = 1,
     max_concurrency: int = 8,
+    stop: threading.Event | None = None,
 ) -> Iterator[FileReport]:
     """Process every target; yield each report as soon as its file is done.
 
-    Stopping the iteration early (``--fail-fast``) cancels the files not yet started. The folders
-    written into are fsynced once each at the end (or when stopped), not once per file: that
-    halves the journal commits a batch waits for, and a crash before then can only bring files
-    back to their old version, which a re-run redoes.
+    Once ``stop`` is set (``--fail-fast``), no further file is started; the files in progress
+    finish and are reported. Closing the iteration early also starts nothing more, but drops the
+    reports still to come (an interruption). The folders written into are fsynced once each at
+    the end, not once per file: that halves the journal commits a batch waits for, and a crash
+    before then can only bring files back to their old version, which a re-run redoes.
     """
+    stop = stop or threading.Event()
     written: set[str] = set()
     reported = 0
     try:
         with closing(
-            _reports(targets, settings, provider_settings, workers, max_concurrency)
+            _reports(targets, settings, provider_settings, workers, max_concurrency, stop)
         ) as reports:
             for report in reports:
                 reported += 1
@@ -272,6 +280,7 @@ def _reports(
     provider_settings: ProviderSettings,
     workers: int,
     max_concurrency: int,
+    stop: threading.Event,
 ) -> Iterator[FileReport]:
     needs_provider = not settings.dry_run and settings.job.command != "micro"
     if needs_provider and provider_settings.name != "extractive":  # waits on a model
@@ -280,25 +289,62 @@ def _reports(
             futures = [
                 threads.submit(process, target, settings, provider, False) for target in targets
             ]
-            yield from _as_completed(futures, threads)
+            yield from _as_completed(futures, threads, stop)
     elif workers > 1 and len(targets) > 1:
         with ProcessPoolExecutor(
             max_workers=workers, initializer=_start_worker, initargs=(settings, provider_settings)
         ) as processes:
-            futures = [processes.submit(_process_in_worker, target) for target in targets]
-            yield from _as_completed(futures, processes)
+            chunks = _chunks(targets, workers)
+            futures = [processes.submit(_process_chunk_in_worker, chunk) for chunk in chunks]
+            for reports in _as_completed(futures, processes, stop):
+                yield from reports
     else:
         provider = build_provider(provider_settings) if needs_provider else None
         for target in targets:
+            if stop.is_set():
+                return
             yield process(target, settings, provider, sync_directory=False)
 
 
-def _as_completed(futures: list[Future[FileReport]], executor: Executor) -> Iterator[FileReport]:
+def _chunks(targets: Sequence[Target], workers: int) -> list[list[Target]]:
+    """The targets in small groups, one task each for the worker processes.
+
+    One task per file costs the parent about as much as a small file's compaction (futures,
+    pickling, wake-ups) and competes with the workers for the cores. A group is small enough
+    (at most CHUNK_FILES files and, but for one big file, CHUNK_BYTES) that the work stays
+    balanced and a stop is heard soon, and there are at least four groups per worker.
+    """
+    most = max(1, min(CHUNK_FILES, len(targets) // (workers * 4)))
+    chunks: list[list[Target]] = []
+    chunk: list[Target] = []
+    size = 0
+    for target in targets:
+        with suppress(OSError):  # a missing file: its worker reports it
+            size += os.stat(target.path).st_size
+        chunk.append(target)
+        if len(chunk) >= most or size >= CHUNK_BYTES:
+            chunks.append(chunk)
+            chunk, size = [], 0
+    if chunk:
+        chunks.append(chunk)
+    return chunks
+
+
+def _as_completed(
+    futures: list[Future[Result]], executor: Executor, stop: threading.Event
+) -> Iterator[Result]:
+    reported: set[Future[Result]] = set()
     try:
         for future in as_completed(futures):
+            reported.add(future)
             yield future.result()
-    finally:  # also when the consumer stops early: files not started are not started
+            if stop.is_set():
+                break
+    finally:  # stopped, closed or interrupted: what has not started does not start
         executor.shutdown(wait=True, cancel_futures=True)
+    for future in futures:  # stopped: what was in progress has finished, report it
+        if future not in reported and not future.cancelled():
+            yield future.result()
 
 
 _worker_settings: BatchSettings | None = None
@@ -311,6 +357,10 @@ def _start_worker(settings: BatchSettings, provider_settings: ProviderSettings) 
     _worker_settings = settings
     needs_provider = not settings.dry_run and settings.job.command != "micro"
     _worker_provider = build_provider(provider_settings) if needs_provider else None
+
+
+def _process_chunk_in_worker(chunk: Sequence[Target]) -> list[FileReport]:
+    return [_process_in_worker(target) for target in chunk]
 
 
 def _process_in_worker(target: Target) -> FileReport:

@@ -15,6 +15,7 @@ import os
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -434,6 +435,37 @@ def test_stopping_the_iteration_cancels_what_has_not_started(tmp_path: Path) -> 
         reports.close()
     untouched = [t for t in targets if b"[truncated:" not in t.path.read_bytes()]
     assert untouched  # a closed batch does not go on with the rest
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_stop_starts_nothing_more_and_reports_what_was_in_progress(
+    tmp_path: Path, workers: int
+) -> None:
+    for seed in range(60):
+        write_session(tmp_path / f"s{seed:02}.json", seed=seed)
+    targets = find_targets([str(tmp_path)], True)
+    stop = threading.Event()
+    reports = []
+    for report in run_batch(targets, in_place(), ProviderSettings(), workers, stop=stop):
+        reports.append(report)
+        stop.set()
+    rewritten = {str(t.path) for t in targets if b"[truncated:" in t.path.read_bytes()}
+    assert rewritten == {report.label for report in reports if report.changed}
+    assert len(reports) == 1 if workers == 1 else 1 <= len(reports) < 60
+
+
+def test_worker_tasks_are_small_groups_in_order(tmp_path: Path) -> None:
+    targets = [Target(tmp_path / f"s{n:04}.json", f"s{n:04}.json") for n in range(1000)]
+    for target in targets[:400]:
+        target.path.write_bytes(b"x" * 1000)
+    big = targets[500].path
+    big.write_bytes(b"x" * (batch.CHUNK_BYTES + 1))
+    chunks = batch._chunks(targets, workers=2)
+    assert [target for chunk in chunks for target in chunk] == targets
+    assert all(len(chunk) <= batch.CHUNK_FILES for chunk in chunks)
+    assert [target.path for target in next(c for c in chunks if targets[500] in c)][-1] == big
+    few = batch._chunks(targets[:24], workers=2)
+    assert len(few) == 8  # at least four groups per worker, for balance
 
 
 # --- read-only files, links, files that change underneath ----------------------------------------

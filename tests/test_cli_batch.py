@@ -237,7 +237,10 @@ def test_fail_fast_stops_at_the_first_failure(tmp_path: Path) -> None:
     assert all(b"[truncated:" not in p.read_bytes() for p in (tmp_path / "d").iterdir())
     parallel = run("micro", "-i", "-r", tmp_path / "d", "-j", "2", "--fail-fast", "--json")
     assert parallel.returncode == 65
-    assert json.loads(parallel.stdout)["done"] < 30
+    report = json.loads(parallel.stdout)
+    assert report["done"] < 30
+    rewritten = [p for p in (tmp_path / "d").iterdir() if b"[truncated:" in p.read_bytes()]
+    assert report["changed"] == len(rewritten)  # what was in progress at the stop is reported
 
 
 def test_no_progress_bar_off_a_terminal(tmp_path: Path) -> None:
