@@ -13,6 +13,7 @@ import os
 import re
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from .errors import OutputError
@@ -38,7 +39,11 @@ def write_temp(directory: Path, name: str, data: bytes, mode: int = 0o600) -> Pa
 
 
 def atomic_write(
-    path: Path, data: bytes, new_file_mode: int = NEW_FILE_MODE, sync_directory: bool = True
+    path: Path,
+    data: bytes,
+    new_file_mode: int = NEW_FILE_MODE,
+    sync_directory: bool = True,
+    check: Callable[[], None] | None = None,
 ) -> Path:
     """Replace ``path`` with ``data`` atomically, keeping an existing file's permission bits.
 
@@ -50,6 +55,9 @@ def atomic_write(
     durable here: the caller must ``fsync_directory`` that folder before it reports success (a
     batch does each folder once at its end, not once per file). Until then a crash can only bring
     back the old file, never a mix: the new one was fsynced before the rename.
+
+    ``check`` runs when the new version is on disk, just before the rename; if it raises, nothing
+    is replaced and the temporary file is removed.
     """
     path = Path(path)
     target = Path(os.path.realpath(path))
@@ -67,6 +75,8 @@ def atomic_write(
     try:
         temp = write_temp(target.parent, target.name, data, mode)
         try:
+            if check is not None:
+                check()
             os.replace(temp, target)
         except BaseException:
             _remove(temp)

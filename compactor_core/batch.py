@@ -36,7 +36,7 @@ from typing import TypeVar
 from .atomic import atomic_write, fsync_directory, remove_stale_temp_files
 from .errors import CtxpackError, InputUnreadable, OutputError, ProviderError
 from .files import InPlace, SourceFile, check_writable, replace_file
-from .formats import dump, parse
+from .formats import Conversation, dump, parse
 from .pipeline import Context, Job, Outcome, preview, run
 from .providers.base import Summarizer
 from .providers.registry import ProviderSettings, build_provider
@@ -199,23 +199,33 @@ def process(
         if settings.dry_run:
             return FileReport.of(target.label, preview(settings.job, conversation))
         context = Context(provider, settings.writing.snapshots, session_id_for_file(target.path))
-        outcome = run(settings.job, conversation, context)
-        written = _write(target, source, outcome, settings.writing, sync_directory)
+        outcome = run(settings.job, conversation, context)  # leaves ``conversation`` as it was
+        written = _write(target, source, conversation, outcome, settings.writing, sync_directory)
         return FileReport.of(target.label, outcome, written)
     except CtxpackError as error:
         return FileReport(target.label, error=error)
 
 
 def _write(
-    target: Target, source: SourceFile, outcome: Outcome, writing: InPlace, sync_directory: bool
+    target: Target,
+    source: SourceFile,
+    original: Conversation,
+    outcome: Outcome,
+    writing: InPlace,
+    sync_directory: bool,
 ) -> Path | None:
     """Write the result where it goes; return the folder written into, if anything was."""
     if target.destination is None:
         if not outcome.changed:
             return None
-        snapshot_taken = bool(outcome.snapshots)
         return replace_file(
-            source, outcome.conversation, writing, target.label, snapshot_taken, sync_directory
+            source,
+            outcome.conversation,
+            writing,
+            target.label,
+            snapshot_taken=bool(outcome.snapshots),
+            sync_directory=sync_directory,
+            original=original.messages,
         )
     data = dump(outcome.conversation, writing.pretty) if outcome.changed else source.data
     if _holds(target.destination, data):

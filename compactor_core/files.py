@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .atomic import atomic_write
 from .errors import InputUnreadable, OutputError
-from .formats import Conversation, dump, parse
+from .formats import Conversation, Message, dump, parse
 from .snapshots import SnapshotStore, session_id_for_file
 
 
@@ -90,19 +90,28 @@ def replace_file(
     label: str,
     snapshot_taken: bool = False,
     sync_directory: bool = True,
+    *,
+    original: list[Message] | None = None,
 ) -> Path:
     """Write ``result`` over ``source``; the original goes to a snapshot (and backup) first.
 
-    Returns the folder written into; see ``atomic_write`` for ``sync_directory``. The snapshot and
-    the backup are always durable before the file is replaced.
+    ``original`` is ``source`` already parsed, if the caller has it. Returns the folder written
+    into; see ``atomic_write`` for ``sync_directory``. The snapshot and the backup are always
+    durable before the file is replaced. Whether the file changed on disk is checked last, once
+    the new version is ready to be renamed over it, so the window for a concurrent writer is as
+    short as it can be.
     """
     check_writable(source, label)
     if settings.snapshots is not None and not snapshot_taken:
-        original = parse(source.data, label).messages
-        settings.snapshots.save(session_id_for_file(Path(label)), original)
+        messages = original if original is not None else parse(source.data, label).messages
+        settings.snapshots.save(session_id_for_file(Path(label)), messages)
     if settings.backup_suffix:
         backup = source.path.with_name(source.path.name + settings.backup_suffix)
         atomic_write(backup, source.data, new_file_mode=source.mode & 0o7777)
-    if not source.unchanged_on_disk():
-        raise OutputError(f"{label}: file changed while it was being compacted, left as is")
-    return atomic_write(source.path, dump(result, settings.pretty), sync_directory=sync_directory)
+
+    def still_as_read() -> None:
+        if not source.unchanged_on_disk():
+            raise OutputError(f"{label}: file changed while it was being compacted, left as is")
+
+    data = dump(result, settings.pretty)
+    return atomic_write(source.path, data, sync_directory=sync_directory, check=still_as_read)

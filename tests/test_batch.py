@@ -575,6 +575,24 @@ def test_a_file_changed_while_the_model_writes_its_summary_is_left_alone(tmp_pat
     assert path.read_bytes() == original + b"\n"  # the other program's version
 
 
+def test_a_change_while_the_new_version_is_written_is_caught_at_the_last_moment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_session(tmp_path / "a.json")
+    real_write_temp = atomic.write_temp
+
+    def write_temp_meanwhile_someone_writes(*args: Any) -> Path:
+        temp = real_write_temp(*args)
+        change_file(path, keep_size_and_mtime=True)
+        return temp
+
+    monkeypatch.setattr(atomic, "write_temp", write_temp_meanwhile_someone_writes)
+    reports = do([Target(path, "a.json")], in_place(tmp_path / "snaps"))
+    assert "changed while it was being compacted" in str(reports["a.json"].error)
+    assert b"Step X." in path.read_bytes()  # the other writer's version
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "home", "snaps", "work"]
+
+
 def test_a_file_replaced_by_another_after_it_was_read_is_left_alone(tmp_path: Path) -> None:
     path = write_session(tmp_path / "a.json")
     source = SourceFile.read(path)
