@@ -422,6 +422,7 @@ class SlowModel:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # else each reply's body waits ~40 ms for an ACK
 
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("content-length", 0)))
