@@ -88,18 +88,26 @@ def test_in_place_results_equal_the_single_file_command(tmp_path: Path, command:
 
 
 @needs_corpus
-def test_output_dir_results_equal_the_single_file_command(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["micro", "auto"])
+def test_output_dir_results_equal_the_single_file_command(tmp_path: Path, command: str) -> None:
     root = tmp_path / "d"
     files = copy_corpus(root / "a" / "b")
     files.append(write_session(root / "top.json", "envelope"))
     before = tree(root)
-    done = run("micro", "-O", tmp_path / "out", "-r", root, "--transcript-dir", tmp_path / "snaps")
+    options = ["--threshold", "3000"] if command == "auto" else []
+    out = tmp_path / "out"
+    dry = run(command, "-O", out, "-r", root, "--dry-run", *options)
+    assert dry.returncode == 0 and not out.exists()
+    done = run(command, "-O", out, "-r", root, "--no-transcript", *options)
     assert done.returncode == 0, done.stderr
     assert tree(root) == before
     for path in files:
-        result = tmp_path / "out" / path.relative_to(root)
-        assert result.read_bytes() == run("micro", path).stdout, path
-    assert not (tmp_path / "snaps").exists()
+        result = out / path.relative_to(root)
+        expected = run(command, path, "--no-transcript", *options).stdout
+        if result.read_bytes() == path.read_bytes():  # nothing to do: copied as it is
+            assert parse(expected).messages == parse(path.read_bytes()).messages
+        else:
+            assert result.read_bytes() == expected, path
 
 
 def test_one_and_two_workers_give_identical_files(tmp_path: Path) -> None:
@@ -387,6 +395,25 @@ def test_sigkill_midway_leaves_old_or_new_files_and_a_rerun_finishes(tmp_path: P
     report = json.loads(again.stdout)
     assert report["changed"] == len(old) - len(done_before)
     assert all(item["error"] is None for item in report["results"])
+
+
+def test_ctrl_c_finishes_the_files_in_progress_and_exits_130(tmp_path: Path) -> None:
+    root = tmp_path / "d"
+    old: dict[Path, bytes] = {}
+    for seed in range(200):
+        path = write_session(root / f"s{seed:03}.json", turns=8, size=1500, seed=seed)
+        old[path] = path.read_bytes()
+    new = {path: expected_micro(path) for path in old}
+    command = [CTXPACK, "micro", "-i", "-r", str(root), "-j", "2", "--no-transcript"]
+    child = subprocess.Popen(command, stderr=subprocess.PIPE, start_new_session=True)
+    wait_until_some_changed(old, child)
+    os.killpg(child.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole group
+    _, stderr = child.communicate(timeout=30)
+    assert child.returncode == 130
+    assert stderr.decode().splitlines()[-1] == "ctxpack: interrupted"
+    assert all(path.read_bytes() in (old[path], new[path]) for path in old)
+    assert any(path.read_bytes() == old[path] for path in old)  # it did stop
+    assert not list(tmp_path.rglob(f"*{TEMP_SUFFIX}"))  # in-progress files were finished
 
 
 def wait_until_some_changed(old: dict[Path, bytes], child: subprocess.Popen[bytes]) -> None:
