@@ -146,13 +146,7 @@ def micro(files: tuple[str, ...], **settings: Any) -> None:
 
 @cli.command(epilog=TABLE)
 @options.files_argument
-@options.micro_options
-@options.compat_option
-@options.summary_options
-@options.provider_options
-@options.output_options
-@options.batch_options
-@options.snapshot_options
+@options.summarizing_options
 def full(files: tuple[str, ...], **settings: Any) -> None:
     """Have a provider summarize the history; keep system messages and the pending turn.
 
@@ -170,13 +164,7 @@ def full(files: tuple[str, ...], **settings: Any) -> None:
     show_default=True,
     help="Full compaction when the micro-compacted estimate is greater than this.",
 )
-@options.micro_options
-@options.compat_option
-@options.summary_options
-@options.provider_options
-@options.output_options
-@options.batch_options
-@options.snapshot_options
+@options.summarizing_options
 def auto(files: tuple[str, ...], **settings: Any) -> None:
     """Micro compaction every time; full compaction when the estimate is over the threshold."""
     _summarizing("auto", files, settings)

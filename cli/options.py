@@ -137,7 +137,9 @@ provider_options = bundle(
     click.option("--model", help="Model name for a network provider [env CTXPACK_MODEL]."),
     click.option("--base-url", help="API base URL [env OPENAI_BASE_URL / ANTHROPIC_BASE_URL]."),
     click.option(
-        "--timeout", type=click.FloatRange(min=0), help="Seconds per request, 0 for no limit [default: 60]."
+        "--timeout",
+        type=click.FloatRange(min=0),
+        help="Seconds per request, 0 for no limit [default: 60].",
     ),
     click.option(
         "--retries", type=click.IntRange(min=0), help="Retries on 429, 5xx and connection errors."
@@ -180,6 +182,20 @@ batch_options = bundle(
         help="Summary requests in flight at once when a model writes the summaries.",
     ),
     click.option("--dry-run", is_flag=True, help="Report what would change; write nothing."),
-    click.option("--fail-fast", is_flag=True, help="Stop at the first file that fails."),
+    click.option(
+        "--fail-fast",
+        is_flag=True,
+        help="Start no new file after one fails (files in progress finish).",
+    ),
     click.option("--json", "json_report", is_flag=True, help="Print a JSON report on stdout."),
+)
+
+summarizing_options = bundle(
+    micro_options,
+    compat_option,
+    summary_options,
+    provider_options,
+    output_options,
+    batch_options,
+    snapshot_options,
 )

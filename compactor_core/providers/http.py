@@ -29,6 +29,7 @@ import email.utils
 import itertools
 import json
 import random
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -97,6 +98,7 @@ class JsonClient:
         self._sleep, self._now, self._jitter = sleep, now, jitter
         self._transport = transport
         self._client: httpx.Client | None = None
+        self._client_lock = threading.Lock()
 
     def post_json(self, path: str, body: Mapping[str, Any]) -> Any:
         """The decoded JSON reply to ``POST {base_url}{path}``; raise ProviderError on failure."""
@@ -150,13 +152,14 @@ class JsonClient:
     def _http(self) -> httpx.Client:
         import httpx
 
-        if self._client is None:
-            self._client = httpx.Client(
-                headers={**self._headers, "content-type": "application/json"},
-                timeout=httpx.Timeout(self.timeout),
-                transport=self._transport,
-            )
-        return self._client
+        with self._client_lock:  # batch threads share one provider, and so one client
+            if self._client is None:
+                self._client = httpx.Client(
+                    headers={**self._headers, "content-type": "application/json"},
+                    timeout=httpx.Timeout(self.timeout),
+                    transport=self._transport,
+                )
+            return self._client
 
     def _decode(self, response: httpx.Response) -> _Reply | _Failure:
         text = self._text(response)
