@@ -36,17 +36,16 @@ import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from harness import CTXPACK, DATA_DIR, ENV, ROOT, Report, best_in_process
+from harness import CTXPACK, DATA_DIR, ENV, ROOT, Report, best_in_process, run_once
 
 from compactor_core.formats import dump, parse
 from compactor_core.pipeline import Job
@@ -100,7 +99,7 @@ def in_place(report: Report, snapshots: bool) -> None:
     )
     empty = WORK / "empty"
     empty.mkdir(parents=True, exist_ok=True)
-    startup = min(timed(batch_command(empty, "1", snapshots)) for _ in range(max(3, rounds)))
+    startup = min(run_once(batch_command(empty, "1", snapshots)) for _ in range(max(3, rounds)))
     compute = compute_time(template, report.repeat)
     per_file = (best["1"] - startup - compute) / FILES
     report.ratio(
@@ -121,7 +120,7 @@ def timed_batch(template: Path, jobs: str, snapshots: bool) -> float:
     shutil.copytree(template, folder)
     os.sync()  # the copy's dirty pages must not be flushed inside the timed run
     try:
-        return timed(batch_command(folder / "sessions", jobs, snapshots))
+        return run_once(batch_command(folder / "sessions", jobs, snapshots))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -131,24 +130,6 @@ def batch_command(folder: Path, jobs: str, snapshots: bool) -> list[str]:
     if snapshots:
         return [*command, "--transcript-dir", str(folder.parent / "snapshots")]
     return [*command, "--no-transcript"]
-
-
-def timed(command: Sequence[str], env: dict[str, str] | None = None) -> float:
-    started = time.perf_counter()
-    done = subprocess.run(
-        list(command),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env or ENV,
-        check=False,
-    )
-    elapsed = time.perf_counter() - started
-    if done.returncode != 0:
-        lines = done.stderr.decode(errors="replace").strip().splitlines() or [""]
-        first = lines[0] if len(lines) > 1 else ""
-        raise RuntimeError(f"{' '.join(command)}: exit {done.returncode}: {first} ... {lines[-1]}")
-    return elapsed
 
 
 def compute_time(template: Path, repeat: int) -> float:
@@ -303,7 +284,7 @@ def timed_full(sources: list[Path], url: str, limit: int) -> float:
         "--no-transcript",
     ]
     try:
-        return timed(command, env)
+        return run_once(command, env)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

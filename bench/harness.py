@@ -246,9 +246,9 @@ def run_once(command: Command, env: dict[str, str] | None = None) -> float:
     )
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
-        stderr = done.stderr.decode(errors="replace").strip().splitlines()
-        last = stderr[-1] if stderr else ""
-        raise RuntimeError(f"{' '.join(command)}: exit {done.returncode}: {last}")
+        lines = done.stderr.decode(errors="replace").strip().splitlines() or [""]
+        first = f"{lines[0]} ... " if len(lines) > 1 else ""  # a batch reports its first failure
+        raise RuntimeError(f"{' '.join(command)}: exit {done.returncode}: {first}{lines[-1]}")
     return elapsed
 
 
