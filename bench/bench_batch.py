@@ -20,7 +20,7 @@ Cases (each a ratio measured side by side in this run):
   local server that answers each request after 200 ms, ``--max-concurrency 1`` against ``16``
   (target: at least 8x faster).
 
-The 2,000 files: 100 copies of the transcripts in ``../shared/corpus`` (25 of each, up to 1 MB)
+The 2,000 files: 100 copies of the transcripts in ``tests/corpus`` (25 of each, up to 1 MB)
 and 1,900 generated sessions (both tool-call styles, arrays, envelopes and JSONL, 2 to 40 tool
 calls, a tenth with nothing to truncate), in 20 folders. They are built once into
 ``bench/data/batch/template-v1/`` and copied afresh (then ``sync``) before every timed run, since
@@ -51,7 +51,7 @@ from compactor_core.formats import dump, parse
 from compactor_core.pipeline import Job
 from compactor_core.pipeline import run as run_job
 
-CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS = ROOT / "tests" / "corpus"
 WORK = DATA_DIR / "batch"
 VERSION = 1  # of the generated files: bump when they change
 FILES = 2000

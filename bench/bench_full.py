@@ -1,4 +1,4 @@
-"""Full and automatic compaction on the real transcripts of ../shared/corpus (issue 3's bar).
+"""Full and automatic compaction on the real transcripts of tests/corpus (issue 3's bar).
 
 Per transcript: ``auto --threshold 1000`` with the built-in extractive summarizer, in process, and
 a second ``full`` on its result. Figures: input and output tokens (by the estimate) and their ratio
@@ -27,7 +27,7 @@ from corpus_full import PATHS_TARGET, Figures, corpus_files, measure
 def run(report: Report) -> None:
     files = corpus_files()
     if not files:
-        report.note("full: no corpus beside the repository (../shared/corpus): skipped")
+        report.note("full: no corpus in tests/corpus: skipped")
         return
     rows = []
     for path in files:

@@ -37,7 +37,7 @@ from compactor_core.full import FullSettings, find_pending_turn
 from compactor_core.pipeline import Context, Job
 from compactor_core.providers.extractive import ExtractiveSummarizer
 
-CORPUS = Path(__file__).parents[2] / "shared" / "corpus"
+CORPUS = Path(__file__).parent / "corpus"
 THRESHOLD = 1000
 RATIO_TARGET = 0.20
 PATHS_TARGET = 0.95

@@ -12,9 +12,8 @@ from typing import Any
 TESTS = Path(__file__).parent
 REPO = TESTS.parent
 GOLDEN = TESTS / "golden"
-# The public corpus lives beside the repository (CI runs in a clone with shared/ next to it).
-SHARED = Path(__file__).parents[2] / "shared"
-CORPUS = SHARED / "corpus"
+# Real transcripts by other agents, copied with their licences and provenance (corpus/README.md).
+CORPUS = TESTS / "corpus"
 CTXPACK = Path(sys.executable).parent / "ctxpack"
 
 

@@ -54,7 +54,7 @@ def copy_corpus(folder: Path) -> list[Path]:
     return copies
 
 
-needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not there")
+needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="tests/corpus is not there")
 
 
 # --- the same result as the single-file command --------------------------------------------------

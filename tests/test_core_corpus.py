@@ -1,4 +1,4 @@
-"""The foundation on real transcripts (shared/corpus: both wire styles, Chinese user turns)."""
+"""The foundation on real transcripts (tests/corpus: both wire styles, Chinese user turns)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ MARKER = re.compile(r"\[truncated: (?P<tool>.+) result, (?P<chars>\d+) chars\]")
 
 
 def test_the_corpus_is_there() -> None:
-    assert len(FILES) >= 4, f"expected the shared corpus at {CORPUS}"
+    assert len(FILES) >= 4, f"expected the corpus at {CORPUS}"
     formats = {entry["stats"]["format"] for entry in load_json(CORPUS / "manifest.json")}
     assert formats == {"anthropic", "openai"}
 
