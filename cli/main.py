@@ -16,6 +16,7 @@ from . import io, options
 from .exit_codes import TABLE, ExitStatus, status_for
 
 if TYPE_CHECKING:
+    from compactor_core.estimate import Counter
     from compactor_core.micro import MicroSettings
     from compactor_core.pipeline import Command
 
@@ -94,33 +95,67 @@ def main() -> None:
     help="Exit 0 if the estimate is greater than N, else 1 (like grep).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; use with --threshold.")
-@click.option("--json", "as_json", is_flag=True, help="Print a breakdown per role and per tool.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print a breakdown per role and per tool (with --tokenizer: the heuristic beside it).",
+)
+@options.tokenizer_option
 def estimate(
-    files: tuple[str, ...], compat: str, threshold: int | None, quiet: bool, as_json: bool
+    files: tuple[str, ...],
+    compat: str,
+    threshold: int | None,
+    quiet: bool,
+    as_json: bool,
+    tokenizer: str | None,
 ) -> None:
-    """Print the estimated token count of a conversation (a fast heuristic, not a tokenizer)."""
-    from compactor_core.estimate import breakdown, estimate
+    """Print the token count of a conversation: a fast heuristic, or exact with --tokenizer."""
+    from compactor_core.estimate import HEURISTIC, breakdown, estimate
     from compactor_core.formats import dumps
 
+    counter = _counter(tokenizer)
     names = io.input_names(files)
     bareagent = compat == "bareagent"
     any_over = False
     for name in names:
         conversation = io.read_input(name).parse()
         if as_json:
-            report = breakdown(conversation.messages, conversation.system, bareagent)
+            report = breakdown(conversation.messages, conversation.system, bareagent, counter)
             tokens = report["tokens"]
+            if counter is not HEURISTIC:
+                heuristic = estimate(conversation.messages, conversation.system, bareagent)
+                report["heuristic"] = _beside(heuristic, tokens)
             if len(names) > 1:
                 report = {"file": name, **report}
             line = dumps(report).decode()
         else:
-            tokens = estimate(conversation.messages, conversation.system, bareagent)
+            tokens = estimate(conversation.messages, conversation.system, bareagent, counter)
             line = str(tokens) if len(names) == 1 else f"{tokens}\t{name}"
         any_over = any_over or (threshold is not None and tokens > threshold)
         if not quiet:
             io.write_stdout(line.encode() + b"\n")
     if threshold is not None and not any_over:
         sys.exit(ExitStatus.NOT_OVER)
+
+
+def _counter(flag: str | None) -> Counter:
+    """The counter the flag, CTXPACK_TOKENIZER or the config file names (heuristic: no import)."""
+    from .config import environment, resolve_tokenizer
+
+    name = resolve_tokenizer(flag, environment())
+    if name == "heuristic":
+        from compactor_core.estimate import HEURISTIC
+
+        return HEURISTIC
+    from compactor_core.tokenizers import counter
+
+    return counter(name)
+
+
+def _beside(heuristic: int, exact: int) -> dict[str, Any]:
+    """The heuristic's count next to the exact one, and their ratio (above 1: it counts more)."""
+    return {"tokens": heuristic, "ratio": round(heuristic / exact, 3) if exact else None}
 
 
 # --- micro, full, auto ---------------------------------------------------------------------------
@@ -186,6 +221,7 @@ def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, A
     from .transform import Output, transform
 
     compat = settings["compat"] == "bareagent"
+    tokenizer = _counter(settings["tokenizer"]).name  # an unknown name fails before any work
     full_settings = FullSettings(
         lang=settings["lang"],
         instructions=settings["instructions"],
@@ -193,6 +229,7 @@ def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, A
         max_prompt_tokens=settings["max_prompt_tokens"],
         micro=_micro_settings(settings),
         compat=compat,
+        tokenizer=tokenizer,
     )
     job = Job(
         command,
@@ -200,6 +237,7 @@ def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, A
         full_settings,
         threshold=settings.get("threshold", defaults.THRESHOLD),
         compat=compat,
+        tokenizer=tokenizer,
     )
     out = Output.from_options(settings)
     transform(files, job, out, resolve_provider(settings, environment()))

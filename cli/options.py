@@ -31,6 +31,14 @@ compat_option = click.option(
     help="bareagent: reproduce the reference implementation exactly, quirks included.",
 )
 
+tokenizer_option = click.option(
+    "--tokenizer",
+    metavar="NAME",
+    help="Count exactly with a tokenizer: o200k (GPT-4o/4.1/5), cl100k (GPT-4/3.5), qwen3 "
+    "(Qwen2.5/3), or heuristic; needs ctxpack[tokenizers] [default: heuristic; "
+    "env CTXPACK_TOKENIZER].",
+)
+
 micro_options = bundle(
     click.option(
         "--keep-recent",
@@ -194,6 +202,7 @@ summarizing_options = bundle(
     micro_options,
     compat_option,
     summary_options,
+    tokenizer_option,
     provider_options,
     output_options,
     batch_options,

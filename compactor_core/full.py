@@ -20,6 +20,7 @@ from .prompts import DEFAULT_MAX_TOKENS, PROMPTS, SUMMARY_PREFIX, system_prompt
 from .providers.base import Summarizer, SummaryRequest
 from .shrink import DEFAULT_MAX_PROMPT_TOKENS, fit_prompt
 from .snapshots import DEFAULT_SESSION, SnapshotStore
+from .tokenizers import counter
 from .tools import has_tool_result_block, tool_calls, tool_names, tool_result_ids
 
 
@@ -31,6 +32,7 @@ class FullSettings:
     max_prompt_tokens: int = DEFAULT_MAX_PROMPT_TOKENS
     micro: MicroSettings = field(default_factory=MicroSettings)
     compat: bool = False  # the BareAgent reference: no extensions, no guards
+    tokenizer: str = "heuristic"  # who counts for max_prompt_tokens
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,9 @@ def _summarize(
 ) -> str:
     system = system_prompt(settings.lang, settings.instructions)
     budget = None if settings.compat else settings.max_prompt_tokens
-    sent, user = fit_prompt(source, names, settings.lang, system, budget)
+    sent, user = fit_prompt(
+        source, names, settings.lang, system, budget, counter(settings.tokenizer)
+    )
     request = SummaryRequest(system, user, settings.max_tokens, sent, settings.lang)
     try:
         summary = provider.summarize(request)

@@ -19,6 +19,7 @@ from .full import FullResult, FullSettings, find_pending_turn, full_compact, has
 from .micro import MicroResult, MicroSettings, copy_tool_results, micro_with
 from .providers.base import Summarizer
 from .snapshots import DEFAULT_SESSION, SnapshotStore
+from .tokenizers import counter
 
 DEFAULT_THRESHOLD = defaults.THRESHOLD
 Command = Literal["micro", "full", "auto"]
@@ -32,6 +33,7 @@ class Job:
     threshold: int = DEFAULT_THRESHOLD  # auto: full compaction above this estimate
     compat: bool = False
     measure: bool = False  # estimate before and after, for statistics
+    tokenizer: str = "heuristic"  # who counts for the threshold and the statistics
 
 
 @dataclass(frozen=True)
@@ -56,12 +58,12 @@ class Context:
     session_id: str = DEFAULT_SESSION
 
 
-def measure(conversation: Conversation, compat: bool = False) -> int:
-    return estimate(conversation.messages, conversation.system, compat)
+def measure(conversation: Conversation, job: Job) -> int:
+    return estimate(conversation.messages, conversation.system, job.compat, counter(job.tokenizer))
 
 
 def run(job: Job, conversation: Conversation, context: Context = Context()) -> Outcome:
-    before = measure(conversation, job.compat) if job.measure or job.command == "auto" else None
+    before = measure(conversation, job) if job.measure or job.command == "auto" else None
     if job.command == "micro":
         outcome = _micro(job, conversation)
     elif job.command == "full":
@@ -69,7 +71,7 @@ def run(job: Job, conversation: Conversation, context: Context = Context()) -> O
     else:
         outcome = _auto(job, conversation, context)
     if job.measure:
-        after = measure(outcome.conversation, job.compat)
+        after = measure(outcome.conversation, job)
         outcome = _with(outcome, tokens_before=before, tokens_after=after)
     return outcome
 
@@ -83,7 +85,7 @@ def preview(job: Job, conversation: Conversation) -> Outcome:
     outcome = _micro(job, conversation)
     if job.command == "micro":
         return outcome
-    if job.command == "auto" and measure(outcome.conversation, job.compat) <= job.threshold:
+    if job.command == "auto" and measure(outcome.conversation, job) <= job.threshold:
         return outcome
     pending = find_pending_turn(conversation.messages, job.full.compat)
     if not has_source(conversation.messages, pending):
@@ -122,7 +124,7 @@ def _from_full(full: FullResult, conversation: Conversation) -> Outcome:
 
 def _auto(job: Job, conversation: Conversation, context: Context) -> Outcome:
     micro_outcome = _micro(job, conversation)
-    if measure(micro_outcome.conversation, job.compat) <= job.threshold:
+    if measure(micro_outcome.conversation, job) <= job.threshold:
         return micro_outcome
     full = _full(job, conversation, context)
     if full.full == "compacted":
@@ -131,7 +133,7 @@ def _auto(job: Job, conversation: Conversation, context: Context) -> Outcome:
         outcome = _with(micro_outcome, full=full.full, error=full.error, snapshots=full.snapshots)
     if outcome.error is not None:
         return outcome  # the failure is the news, not its consequence
-    after = measure(outcome.conversation, job.compat)
+    after = measure(outcome.conversation, job)
     return _with(outcome, over_threshold=after > job.threshold, tokens_after=after)
 
 
