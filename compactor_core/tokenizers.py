@@ -45,8 +45,29 @@ O200K_PATTERN = "|".join(
         r"""\s+""",
     ]
 )
-CL100K_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
-QWEN_PATTERN = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+CL100K_PATTERN = "|".join(
+    [
+        r"""'(?i:[sdmt]|ll|ve|re)""",
+        r"""[^\r\n\p{L}\p{N}]?+\p{L}++""",
+        r"""\p{N}{1,3}+""",
+        r""" ?[^\s\p{L}\p{N}]++[\r\n]*+""",
+        r"""\s++$""",
+        r"""\s*[\r\n]""",
+        r"""\s+(?!\S)""",
+        r"""\s""",
+    ]
+)
+QWEN_PATTERN = "|".join(
+    [
+        r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)""",
+        r"""[^\r\n\p{L}\p{N}]?\p{L}+""",
+        r"""\p{N}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
 
 
 @dataclass(frozen=True)
