@@ -147,11 +147,11 @@ class AgentFormat(ABC):
     # --- pass 2 ---
 
     @abstractmethod
-    def store(self, record: Record, messages: list[Message], truncated: set[Any]) -> None:
+    def store(self, record: Record, messages: list[Message], truncated: dict[Any, str]) -> None:
         """Put ``messages`` (from ``messages(record)``, changed by the core) back into the
-        record. ``truncated`` holds the call ids whose results were just replaced by a marker,
-        so the record's own UI copies of them shrink too (keys stay, long strings become the
-        marker)."""
+        record. ``truncated`` maps the call ids whose results were just replaced by a marker to
+        their tool's name, so the record's own UI copies of them shrink too (keys stay, long
+        strings become the marker: ``ui_copies.shrink_strings``)."""
 
     def shrink_copies(self, record: Record, truncated: dict[Any, str]) -> bool:
         """Shrink the UI copies this record holds of the outputs whose call ids are keys of
