@@ -38,6 +38,7 @@ class ToolResult:
     call_id: Any
     chars: int  # code points of its content, as micro compaction counts them
     is_marker: bool = False  # already truncated
+    part: int = 0  # which of the record's messages holds it
 
 
 @dataclass(slots=True)
@@ -58,11 +59,13 @@ class RecordInfo:
     turn: Any = None  # records of one view message share it (Claude Code: ``message.id``)
     side: bool = False  # outside the main conversation (a sidechain): never in the view
     copies: tuple[Any, ...] = ()  # call ids whose output this record repeats for the UI
+    tag: Any = None  # a format's own detail about the record, for its ``view``
     # --- set by the framework from ``messages`` ---
     role: str | None = None  # role of its first message; None: it holds no message
     calls: tuple[tuple[Any, str], ...] = ()  # (call id, tool name) of the calls it makes
     results: tuple[ToolResult, ...] = ()  # the tool results it holds
     quarters: int = 0  # its messages' estimate, in quarter tokens (SPEC §1)
+    part_quarters: tuple[int, ...] = ()  # each message's, when it has more than one
     problem: str | None = None  # why an invalid line is not a record
 
 
@@ -71,10 +74,17 @@ class ViewMessage:
     """One message of the conversation view: the records (indexes into the infos) it is made of.
 
     Their messages are joined into one, in order (the content lists concatenated), the way the
-    agent joins them before it sends them.
+    agent joins them before it sends them. ``parts``, if given, picks one message of each record
+    (an index into its ``messages``; None: all of them), for a record that holds many, such as a
+    compaction's replacement history.
     """
 
     records: tuple[int, ...]
+    parts: tuple[int | None, ...] | None = None
+
+    def pieces(self) -> list[tuple[int, int | None]]:
+        """``(record, part)`` pairs; part None: the whole record."""
+        return list(zip(self.records, self.parts or (None,) * len(self.records), strict=True))
 
 
 @dataclass(frozen=True)
@@ -82,8 +92,10 @@ class Compaction:
     """What a full compaction hands the format to write: it returns the records to append."""
 
     summary: str  # the provider's summary text
+    messages: list[Message]  # the core's rebuilt conversation (systems, summary, ack?, pending)
     view: Sequence[ViewMessage]  # the view that was summarized
-    pending: Sequence[Record]  # the records of the pending turn (SPEC §3.1), parsed, in order
+    # the pending turn (SPEC §3.1) as (record, part) in view order, records parsed afresh
+    pending: Sequence[tuple[Record, int | None]]
     last: Record | None  # the last record of the view, parsed (for session-wide keys)
     infos: Sequence[RecordInfo]
     tokens_before: int  # the view's estimate before compaction

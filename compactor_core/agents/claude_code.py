@@ -146,7 +146,8 @@ class ClaudeCode(AgentFormat):
             "uuid": new_id(),
             "timestamp": stamp,
         }
-        return [boundary, summary, *_chained_copies(compaction.pending, summary, stamp, new_id)]
+        pending = [record for record, _ in compaction.pending]  # one message each
+        return [boundary, summary, *_chained_copies(pending, summary, stamp, new_id)]
 
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         projects = home / "projects"

@@ -26,7 +26,7 @@ from ..pipeline import Job
 from ..providers.base import Summarizer
 from ..tools import tool_result_turns
 from .base import Compaction, Record, ToolResult
-from .session import Session, load_view, read_record, result_holders
+from .session import Session, load_view, pick, piece_quarters, read_record, result_holders
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,9 @@ def plan_micro(session: Session, settings: MicroSettings) -> MicroPlan:
             "role": infos[message.records[0]].role,
             "content": [
                 {"type": "tool_result", "tool_use_id": result.call_id}
-                for index in message.records
+                for index, part in message.pieces()
                 for result in infos[index].results
+                if part is None or result.part == part
             ],
         }
         for message in session.view
@@ -130,12 +131,13 @@ def view_tokens_after(
 ) -> int:
     """The view's estimate once the plan is done (the changed view records read again)."""
     quarters = session.view_quarters
-    for index in session.view_records:
+    for index, part in session.view_pieces:
         if plan.touches(index):
             info = session.infos[index]
             record = read_record(handle, info, session.source)
             change(index, record)
-            quarters += estimate_quarters(session.format.messages(record)) - info.quarters
+            now = estimate_quarters(pick(session.format.messages(record), part))
+            quarters += now - piece_quarters(info, part)
     return quarters_to_tokens(quarters)
 
 
@@ -218,13 +220,14 @@ def _full(
     if result.status != "compacted" or result.summary is None:
         return outcome
     pending_records = [
-        read_record(handle, session.infos[index], session.source)
+        (read_record(handle, session.infos[index], session.source), part)
         for number in pending.indexes
-        for index in session.view[number].records
+        for index, part in session.view[number].pieces()
     ]
     last = session.view[-1].records[-1] if session.view else None
     compaction = Compaction(
         summary=result.summary,
+        messages=result.messages,
         view=session.view,
         pending=pending_records,
         last=read_record(handle, session.infos[last], session.source) if last is not None else None,

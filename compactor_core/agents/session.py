@@ -42,8 +42,12 @@ class Session:
         return [index for message in self.view for index in message.records]
 
     @property
+    def view_pieces(self) -> list[tuple[int, int | None]]:
+        return [piece for message in self.view for piece in message.pieces()]
+
+    @property
     def view_quarters(self) -> int:
-        return sum(self.infos[index].quarters for index in self.view_records)
+        return sum(piece_quarters(self.infos[index], part) for index, part in self.view_pieces)
 
     @property
     def tokens(self) -> int:
@@ -107,10 +111,25 @@ def describe(info: RecordInfo, messages: list[Message]) -> None:
     info.role = messages[0].get("role")
     info.calls = tuple(call for message in messages for call in tool_calls(message))
     info.results = tuple(
-        ToolResult(call_id, content_length(holder.get("content")), is_marker(holder.get("content")))
-        for call_id, holder in result_holders(messages)
+        ToolResult(call_id, content_length(content), is_marker(content), part)
+        for part, message in enumerate(messages)
+        for call_id, holder in result_holders([message])
+        for content in (holder.get("content"),)
     )
-    info.quarters = estimate_quarters(messages)
+    if len(messages) == 1:
+        info.quarters = estimate_quarters(messages)
+    else:
+        info.part_quarters = tuple(estimate_quarters([message]) for message in messages)
+        info.quarters = sum(info.part_quarters)
+
+
+def piece_quarters(info: RecordInfo, part: int | None) -> int:
+    """The estimate of one message of a record (part None: of all of them)."""
+    return info.quarters if part is None or not info.part_quarters else info.part_quarters[part]
+
+
+def pick(messages: list[Message], part: int | None) -> list[Message]:
+    return messages if part is None else messages[part : part + 1]
 
 
 def result_holders(messages: list[Message]) -> Iterator[tuple[Any, dict]]:
@@ -185,11 +204,11 @@ def load_view(
     messages: list[Message] = []
     for view_message in session.view:
         parts: list[Message] = []
-        for index in view_message.records:
+        for index, part in view_message.pieces():
             record = read_record(handle, session.infos[index], session.source)
             if change is not None:
                 change(index, record)
-            parts.extend(session.format.messages(record))
+            parts.extend(pick(session.format.messages(record), part))
         if parts:
             messages.append(join(parts))
     return messages
