@@ -12,6 +12,7 @@ from compactor_core.errors import (
     OutputError,
     ProviderError,
     RetryableProviderError,
+    UsageError,
 )
 
 
@@ -51,6 +52,7 @@ _STATUS_OF_ERROR: list[tuple[type[CtxpackError], ExitStatus]] = [
     (InputUnreadable, ExitStatus.NO_INPUT),
     (OutputError, ExitStatus.CANT_WRITE),
     (ConfigError, ExitStatus.CONFIG),
+    (UsageError, ExitStatus.USAGE),
 ]
 
 

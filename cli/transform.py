@@ -119,11 +119,13 @@ def _stream(
     names: tuple[str, ...], job: pipeline.Job, out: Output, provider_settings: ProviderSettings
 ) -> None:
     provider = build_provider(provider_settings) if job.command != "micro" else None
-    context = pipeline.Context(provider, out.snapshots, out.session_id)
     failures: list[ExitStatus] = []
     for name in names:
         try:
-            outcome = pipeline.run(job, io.read_input(name).parse(), context)
+            given = io.read_input(name)
+            source = None if name == io.STDIN else Path(name)
+            context = pipeline.Context(provider, out.snapshots, out.session_id, given.data, source)
+            outcome = pipeline.run(job, given.parse(), context)
             data = dump(outcome.conversation, out.pretty)
             if out.output and out.output != io.STDIN:
                 atomic_write(Path(out.output), data)

@@ -40,7 +40,7 @@ from .formats import Conversation, dump, parse
 from .pipeline import Context, Job, Outcome, preview, run
 from .providers.base import Summarizer
 from .providers.registry import ProviderSettings, build_provider
-from .snapshots import session_id_for_file
+from .snapshots import Details, session_id_for_file
 
 DEFAULT_GLOBS = ("*.json", "*.jsonl")
 CHUNK_FILES = 16  # files a worker process takes at a time ...
@@ -198,7 +198,8 @@ def process(
             check_writable(source, target.label)
         if settings.dry_run:
             return FileReport.of(target.label, preview(settings.job, conversation))
-        context = Context(provider, settings.writing.snapshots, session_id_for_file(target.path))
+        snapshots = settings.writing.snapshots
+        context = Context(provider, snapshots, session_id_for_file(target.path), source=target.path)
         outcome = run(settings.job, conversation, context)  # leaves ``conversation`` as it was
         written = _write(target, source, conversation, outcome, settings.writing, sync_directory)
         return FileReport.of(target.label, outcome, written)
@@ -218,14 +219,9 @@ def _write(
     if target.destination is None:
         if not outcome.changed:
             return None
+        details = Details(original.shape, len(original.messages), outcome.tokens_before)
         return replace_file(
-            source,
-            outcome.conversation,
-            writing,
-            target.label,
-            snapshot_taken=bool(outcome.snapshots),
-            sync_directory=sync_directory,
-            original=original.messages,
+            source, outcome.conversation, writing, target.label, sync_directory, details=details
         )
     data = dump(outcome.conversation, writing.pretty) if outcome.changed else source.data
     if _holds(target.destination, data):
