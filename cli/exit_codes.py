@@ -12,6 +12,7 @@ from compactor_core.errors import (
     OutputError,
     ProviderError,
     RetryableProviderError,
+    SessionInUse,
     UsageError,
 )
 
@@ -25,6 +26,7 @@ class ExitStatus(IntEnum):
     PROVIDER_FAILED = 69
     CANT_WRITE = 74
     PROVIDER_RETRYABLE = 75
+    TEMPORARY = 75  # EX_TEMPFAIL: try again later (a session file its agent is using)
     CONFIG = 78
     INTERRUPTED = 130
     BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `cat big | head`
@@ -53,6 +55,7 @@ _STATUS_OF_ERROR: list[tuple[type[CtxpackError], ExitStatus]] = [
     (OutputError, ExitStatus.CANT_WRITE),
     (ConfigError, ExitStatus.CONFIG),
     (UsageError, ExitStatus.USAGE),
+    (SessionInUse, ExitStatus.TEMPORARY),
 ]
 
 
