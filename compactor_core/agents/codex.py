@@ -105,7 +105,7 @@ class Codex(AgentFormat):
             info.copies = _copied_calls(payload)
             if payload.get("type") == _ROLLBACK:
                 info.tag = Tag(rollback=_rollback_turns(payload))
-        elif kind in ("response_item", "compacted"):
+        elif kind in ("response_item", "compacted", "session_meta"):
             sides = tuple(_side(item) for item in _conversation_items(record))
             legacy = kind == "compacted" and not isinstance(
                 payload.get("replacement_history"), list
@@ -116,6 +116,7 @@ class Codex(AgentFormat):
         return [_message(item) for item in _conversation_items(record)]
 
     def view(self, infos: Sequence[RecordInfo]) -> list[ViewMessage]:
+        instructions: list[Entry] = []  # the first session_meta's: sent before everything
         history: list[Entry] = []  # oldest first
         for index, info in enumerate(infos):
             tag = info.tag
@@ -129,9 +130,11 @@ class Codex(AgentFormat):
                 history.extend(own)
             elif info.kind == "response_item":
                 history.extend(own)
+            elif info.kind == "session_meta" and not instructions:
+                instructions = own
             elif tag.rollback:
                 history = _rolled_back(history, tag.rollback)
-        return _grouped(history)
+        return _grouped(instructions + history)
 
     def store(self, record: Record, messages: list[dict[str, Any]], truncated: dict[Any, str]):
         for item, message in zip(_conversation_items(record), messages, strict=True):
@@ -154,7 +157,6 @@ class Codex(AgentFormat):
         return changed
 
     def compaction_records(self, compaction: Compaction) -> list[Record]:
-        last = compaction.last or {}
         stamp = _timestamp(compaction)
         text = SUMMARY_INTRO + compaction.summary
         summary = {"type": "message", "role": "user", "content": [_input_text(text)]}
@@ -164,9 +166,9 @@ class Codex(AgentFormat):
             {"timestamp": stamp, "type": "compacted", "payload": compacted},
             {"timestamp": stamp, "type": "event_msg", "payload": {"type": "context_compacted"}},
         ]
-        ordinal = last.get("ordinal")
-        if isinstance(ordinal, int) and not isinstance(ordinal, bool):
-            for number, new in enumerate(records, start=ordinal + 1):
+        ordinal = _next_ordinal(compaction)
+        if ordinal is not None:
+            for number, new in enumerate(records, start=ordinal):
                 new["ordinal"] = number
                 new.update({key: new.pop(key) for key in ("type", "payload")})  # Codex's order
         return records
@@ -192,6 +194,8 @@ def _conversation_items(record: Record) -> list[dict[str, Any]]:
     if not isinstance(payload, dict):
         return []
     kind = record.get("type")
+    if kind == "session_meta":
+        return _base_instructions(payload)
     if kind == "response_item":
         items = [payload]
     elif kind == "compacted":
@@ -202,6 +206,15 @@ def _conversation_items(record: Record) -> list[dict[str, Any]]:
     else:
         return []
     return [item for item in items if _is_conversation(item)]
+
+
+def _base_instructions(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    # Codex sends them as the first developer message of every request
+    instructions = payload.get("base_instructions")
+    text = instructions.get("text") if isinstance(instructions, dict) else None
+    if not isinstance(text, str) or not text:
+        return []
+    return [{"type": "message", "role": "developer", "content": [_input_text(text)]}]
 
 
 def _legacy_summary(payload: dict[str, Any]) -> dict[str, Any]:
@@ -384,6 +397,19 @@ def _pending_items(compaction: Compaction) -> list[dict[str, Any]]:
         conversation = _conversation_items(record)
         items.extend(conversation if part is None else [conversation[part]])
     return [item for item in items if not item.get("summary")]
+
+
+def _next_ordinal(compaction: Compaction) -> int | None:
+    """The ordinal of the next line, if the rollout numbers its lines (Codex 0.169 does).
+
+    The view's last record has one; each line after it in the file takes the next number.
+    """
+    last = compaction.last or {}
+    ordinal = last.get("ordinal")
+    if not isinstance(ordinal, int) or isinstance(ordinal, bool) or not compaction.view:
+        return None
+    lines_after = len(compaction.infos) - 1 - compaction.view[-1].records[-1]
+    return ordinal + lines_after + 1
 
 
 def _timestamp(compaction: Compaction) -> str:
