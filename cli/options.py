@@ -31,6 +31,36 @@ compat_option = click.option(
     help="bareagent: reproduce the reference implementation exactly, quirks included.",
 )
 
+FORMATS = ("auto", "messages", "claude-code", "codex")  # compactor_core.agents.registry's
+
+format_option = click.option(
+    "--format",
+    "format_name",
+    type=click.Choice(FORMATS),
+    default="auto",
+    show_default=True,
+    help="What the input is: a conversation of messages, or an agent's session file "
+    "(auto: told from its first records).",
+)
+
+session_options = bundle(
+    format_option,
+    click.option(
+        "--min-idle",
+        type=click.FloatRange(min=0),
+        default=defaults.MIN_IDLE,
+        show_default=True,
+        metavar="SECONDS",
+        help="Leave an agent's session file alone if it changed less than this long ago.",
+    ),
+    click.option(
+        "--force",
+        is_flag=True,
+        help="Rewrite an agent's session file even while it is in use (open for writing, or "
+        "changed within --min-idle).",
+    ),
+)
+
 micro_options = bundle(
     click.option(
         "--keep-recent",
@@ -192,6 +222,7 @@ batch_options = bundle(
 
 summarizing_options = bundle(
     micro_options,
+    session_options,
     compat_option,
     summary_options,
     provider_options,

@@ -29,10 +29,12 @@ from concurrent.futures import (
     as_completed,
 )
 from contextlib import closing, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from .agents.in_place import SessionSettings, process_session
+from .agents.registry import MESSAGES
 from .atomic import atomic_write, fsync_directory, remove_stale_temp_files
 from .errors import CtxpackError, InputUnreadable, OutputError, ProviderError
 from .files import InPlace, SourceFile, check_writable, replace_file
@@ -62,6 +64,7 @@ class BatchSettings:
     job: Job
     writing: InPlace  # pretty, backup, snapshots
     dry_run: bool = False
+    sessions: SessionSettings = field(default_factory=SessionSettings)  # agents' session files
 
 
 @dataclass(frozen=True)
@@ -192,6 +195,12 @@ def process(
     (``run_batch`` does each folder once, at the end), see ``atomic.atomic_write``.
     """
     try:
+        if settings.sessions.format != MESSAGES:  # perhaps an agent's session file (SPEC §8)
+            session = process_session(
+                target.path, target.label, target.destination, settings, provider, sync_directory
+            )
+            if session is not None:
+                return session
         source = SourceFile.read(target.path)
         conversation = parse(source.data, target.label)
         if target.destination is None:  # before any snapshot or model call is spent on it

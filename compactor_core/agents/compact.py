@@ -192,7 +192,10 @@ def run_session(
             return outcome
     else:
         outcome = SessionOutcome(tokens_before=before, tokens_after=before)
-    return _full(handle, session, job.full, plan, change, around, outcome)
+    outcome = _full(handle, session, job.full, plan, change, around, outcome)
+    if job.command == "auto" and outcome.error is None and outcome.full != "would run":
+        outcome.over_threshold = outcome.tokens_after > job.threshold
+    return outcome
 
 
 def _full(

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from ..atomic import atomic_write_chunks
 from ..errors import InputUnreadable, OutputError, SessionInUse
@@ -27,8 +27,11 @@ from ..snapshots import Details, session_id_for_file
 from .base import AgentFormat
 from .compact import SessionOutcome, Surroundings, run_session
 from .in_use import DEFAULT_MIN_IDLE, in_use, writer_of
-from .session import Session, index_session
+from .session import Session, detect, index_session
 from .write import session_chunks
+
+if TYPE_CHECKING:  # batch imports this module when it meets a session file
+    from ..batch import BatchSettings, FileReport
 
 
 @dataclass(frozen=True)
@@ -196,3 +199,57 @@ def _backup(writing: InPlace, path: Path, label: str) -> Iterator[None]:
         with contextlib.suppress(OSError):
             os.unlink(backup)  # nothing was replaced: the backup would be the live file
         raise
+
+
+def process_session(
+    path: Path,
+    label: str,
+    destination: Path | None,
+    settings: BatchSettings,
+    provider: Summarizer | None,
+    sync_directory: bool = True,
+) -> FileReport | None:
+    """One file of a batch, if it is an agent's session (None: it is a conversation of
+    messages, for the caller to do)."""
+    with open_file(path, label) as handle:
+        agent_format = detect(handle, settings.sessions.format, label)
+        if agent_format is None:
+            return None
+        job, sessions = settings.job, settings.sessions
+        if destination is None:
+            done = in_place(
+                handle,
+                agent_format,
+                label,
+                job,
+                sessions,
+                settings.writing,
+                provider,
+                settings.dry_run,
+                sync_directory,
+            )
+        else:
+            session, outcome = transform(
+                handle, agent_format, label, job, sessions, provider, settings.dry_run
+            )
+            written = None
+            if not settings.dry_run:
+                written = to_file(handle, destination, session, outcome, sync_directory)
+            done = Done(session, outcome, written)
+    return report(label, done.outcome, done.written)
+
+
+def report(label: str, outcome: SessionOutcome, written: Path | None = None) -> FileReport:
+    from ..batch import FileReport
+
+    return FileReport(
+        label,
+        changed=outcome.changed,
+        summary=outcome.full,
+        summary_error=outcome.error,
+        over_threshold=outcome.over_threshold,
+        truncated=outcome.truncated,
+        tokens_before=outcome.tokens_before,
+        tokens_after=outcome.tokens_after,
+        written=str(written) if written else None,
+    )

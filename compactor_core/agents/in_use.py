@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-DEFAULT_MIN_IDLE = 60.0
+from .. import defaults
+
+DEFAULT_MIN_IDLE = defaults.MIN_IDLE
 _WRITE_MODES = (os.O_WRONLY, os.O_RDWR)
 
 
@@ -23,7 +25,7 @@ def in_use(
     status = os.stat(path)
     idle = now - status.st_mtime
     if idle < min_idle:
-        return f"changed {max(idle, 0):.0f}s ago (less than --min-idle {min_idle:g}s)"
+        return f"changed {max(idle, 0):.0f}s ago, less than --min-idle {min_idle:g}s"
     writer = writer_of(status.st_dev, status.st_ino, proc)
     if writer is not None:
         return f"open for writing by process {writer}"

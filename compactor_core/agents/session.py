@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 
 from ..errors import InputError
 from ..estimate import estimate_quarters, quarters_to_tokens
-from ..formats import Message
+from ..formats import UTF8_BOM, Message
 from ..micro import content_length, is_marker
 from ..tools import ToolNames, blocks, is_block, tool_calls
 from . import registry
@@ -156,6 +156,8 @@ def detect(handle: BinaryIO, requested: str, source: str) -> AgentFormat | None:
         return None
     if requested != registry.AUTO:
         return registry.get(requested)
+    if _starts_an_array(handle):
+        return None
     head = _first_records(handle)
     name = registry.detect_records(head)
     if name is not None:
@@ -163,6 +165,13 @@ def detect(handle: BinaryIO, requested: str, source: str) -> AgentFormat | None:
     if head and not _could_be_messages(head[0]):
         raise registry.not_a_session(source)
     return None
+
+
+def _starts_an_array(handle: BinaryIO) -> bool:
+    """A JSON array of messages, found without reading its (possibly only, huge) line."""
+    start = handle.read(4096).removeprefix(UTF8_BOM).lstrip()
+    handle.seek(0)
+    return start.startswith(b"[")
 
 
 def _first_records(handle: BinaryIO) -> list[Any]:
