@@ -178,7 +178,7 @@ def _batch(
     if not out.dry_run:  # a dry run writes (and deletes) nothing
         clean_up_after_killed_runs(targets, skip)
     settings = BatchSettings(
-        replace(job, measure=True),
+        replace(job, measure=out.stats or out.json_report or out.dry_run or len(targets) > 1),
         InPlace(out.pretty, out.backup, out.snapshots),
         out.dry_run,
         out.sessions,

@@ -39,6 +39,9 @@ class MicroPlan:
     def touches(self, index: int) -> bool:
         return index in self.records or index in self.copies
 
+    def touches_view(self, session: Session) -> bool:
+        return any(self.touches(index) for index in session.view_records)
+
 
 def plan_micro(session: Session, settings: MicroSettings) -> MicroPlan:
     infos = session.infos
@@ -154,8 +157,8 @@ class SessionOutcome:
     truncated: int = 0  # tool results that get the marker
     full: str = "not run"  # compacted | nothing | failed | would run | not run
     error: ProviderError | None = None
-    tokens_before: int = 0
-    tokens_after: int = 0
+    tokens_before: int | None = None  # the view's estimate (None: not measured)
+    tokens_after: int | None = None
     over_threshold: bool = False
     summary: str | None = None
 
@@ -182,19 +185,21 @@ def run_session(
     settings = job.micro if job.command != "full" else job.full.micro
     plan = plan_micro(session, settings)
     change = micro_change(session, plan, settings)
-    before = session.tokens
+    before = session.tokens if session.measured else None
     if job.command == "micro" or job.command == "auto":
-        after = view_tokens_after(handle, session, plan, change) if plan.records else before
+        after = before
+        if plan.touches_view(session) and session.measured:
+            after = view_tokens_after(handle, session, plan, change)
         outcome = SessionOutcome(
             change, plan.records | plan.copies, [], plan.results, "not run", None, before, after
         )
-        if job.command == "micro" or after <= job.threshold:
+        if job.command == "micro" or (after or 0) <= job.threshold:
             return outcome
     else:
         outcome = SessionOutcome(tokens_before=before, tokens_after=before)
     outcome = _full(handle, session, job.full, plan, change, around, outcome)
     if job.command == "auto" and outcome.error is None and outcome.full != "would run":
-        outcome.over_threshold = outcome.tokens_after > job.threshold
+        outcome.over_threshold = (outcome.tokens_after or 0) > job.threshold
     return outcome
 
 
@@ -235,7 +240,7 @@ def _full(
         pending=pending_records,
         last=read_record(handle, session.infos[last], session.source) if last is not None else None,
         infos=session.infos,
-        tokens_before=outcome.tokens_before,
+        tokens_before=outcome.tokens_before or 0,
         now=around.now or datetime.now().astimezone(),
         path=around.path,
         new_id=around.new_id,

@@ -34,6 +34,9 @@ if TYPE_CHECKING:  # batch imports this module when it meets a session file
     from ..batch import BatchSettings, FileReport
 
 
+READ_BUFFER = 1 << 20  # long lines are read four times faster than with the default 8 KB
+
+
 @dataclass(frozen=True)
 class SessionSettings:
     """How agent session files are told apart and treated (plain data: crosses to workers)."""
@@ -59,7 +62,8 @@ class Done:
 
 def open_file(path: Path, label: str) -> BinaryIO:
     try:
-        handle = open(Path(path).resolve(strict=True), "rb")  # noqa: SIM115 (returned open)
+        real = Path(path).resolve(strict=True)
+        handle = open(real, "rb", buffering=READ_BUFFER)  # noqa: SIM115 (returned open)
     except FileNotFoundError:
         raise InputUnreadable(f"{label}: no such file") from None
     except IsADirectoryError:
@@ -83,7 +87,8 @@ def transform(
     path: Path | None = None,
 ) -> tuple[Session, SessionOutcome]:
     """Pass 1 and the decisions; nothing is written."""
-    session = index_session(handle, agent_format, label)
+    measure = job.measure or job.command != "micro"
+    session = index_session(handle, agent_format, label, measure=measure)
     around = Surroundings(provider, settings.time(), path, dry_run=dry_run)
     return session, run_session(handle, session, job, around)
 
@@ -112,7 +117,8 @@ def in_place(
     )
     if dry_run or not outcome.changed:
         return Done(session, outcome)
-    details = Details(shape=agent_format.name, messages=len(session.view), tokens=session.tokens)
+    tokens = session.tokens if session.measured else None
+    details = Details(shape=agent_format.name, messages=len(session.view), tokens=tokens)
     with _kept(writing, path, details) as kept, _backup(writing, path, label):
         if (kept.st_size, kept.st_mtime_ns, kept.st_ino) != (
             before.st_size,

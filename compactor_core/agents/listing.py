@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..errors import CtxpackError
 from .base import AgentFormat
+from .in_place import open_file
 from .in_use import in_use
 from .session import index_session
 
@@ -61,7 +62,7 @@ def list_sessions(
 
 def _tokens(agent_format: AgentFormat, path: Path) -> int | None:
     try:
-        with open(path, "rb") as handle:
+        with open_file(path, str(path)) as handle:
             return index_session(handle, agent_format, str(path)).tokens
     except (OSError, CtxpackError):
         return None

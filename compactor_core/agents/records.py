@@ -17,6 +17,12 @@ import orjson
 from ..errors import InputError
 from ..formats import UTF8_BOM, json_type, load_value
 
+# Every digit to "0", every other byte to "x": a run of 19 digits is then a plain substring.
+_DIGITS_ONLY = bytes(
+    ord("0") if chr(byte).isdigit() and byte < 128 else ord("x") for byte in range(256)
+)
+_LONG_DIGIT_RUN = b"0" * 19
+
 
 @dataclass(frozen=True, slots=True)
 class Line:
@@ -74,8 +80,17 @@ def parse_fast(line: Line) -> tuple[Any, str | None]:
 
 def parse_exact(line: Line, source: str) -> dict[str, Any]:
     """The record of a line that is about to be changed and written again: read exactly, so an
-    integer beyond 64 bits comes back as it was."""
-    value = load_value(line.body, source, line.number)
+    integer beyond 64 bits comes back as it was (orjson would make it a float; such a number
+    has at least 19 digits in a row, and only a line holding such a run takes the slow road)."""
+    body = line.body
+    value: Any = None
+    if _LONG_DIGIT_RUN not in body.translate(_DIGITS_ONLY):
+        try:
+            value = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            value = None
+    if value is None:
+        value = load_value(body, source, line.number)
     if not isinstance(value, dict):  # pass 1 said it was a record
         raise InputError(f"{source}: line {line.number}: changed while it was being read")
     return value

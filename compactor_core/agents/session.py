@@ -36,6 +36,7 @@ class Session:
     size: int  # bytes read
     names: ToolNames = field(default_factory=ToolNames)  # call id -> tool name, whole file
     ends_with_newline: bool = True  # the last line has a line ending (or the file is empty)
+    measured: bool = True  # the records' estimates were made (micro alone does without)
 
     @property
     def view_records(self) -> list[int]:
@@ -65,9 +66,16 @@ class Session:
 
 
 def index_session(
-    handle: BinaryIO, agent_format: AgentFormat, source: str, others: Sequence[AgentFormat] = ()
+    handle: BinaryIO,
+    agent_format: AgentFormat,
+    source: str,
+    others: Sequence[AgentFormat] = (),
+    measure: bool = True,
 ) -> Session:
     """Pass 1: one ``RecordInfo`` per line, the tool names, the view.
+
+    Without ``measure`` the records' estimates are not made: a micro compaction whose figures
+    nobody asked for runs at nearly the speed of reading the file.
 
     A record that one of ``others`` claims and this format does not is marked with a problem
     (``check`` passes the other formats; a file may be half one format).
@@ -85,7 +93,7 @@ def index_session(
             agent_format.index(record, info)
             if others and not agent_format.claims(record):
                 info.problem = _foreign(record, agent_format, others)
-            describe(info, agent_format.messages(record))
+            describe(info, agent_format.messages(record), measure)
             for call_id, name in info.calls:
                 if isinstance(call_id, str):
                     names[call_id] = name
@@ -94,7 +102,7 @@ def index_session(
     size = last.offset + len(last.data) if last else 0
     view = agent_format.view(infos)
     ends_with_newline = last is None or bool(last.ending)
-    return Session(agent_format, source, infos, view, size, names, ends_with_newline)
+    return Session(agent_format, source, infos, view, size, names, ends_with_newline, measure)
 
 
 def _foreign(record: Record, own: AgentFormat, others: Sequence[AgentFormat]) -> str | None:
@@ -104,7 +112,7 @@ def _foreign(record: Record, own: AgentFormat, others: Sequence[AgentFormat]) ->
     return None
 
 
-def describe(info: RecordInfo, messages: list[Message]) -> None:
+def describe(info: RecordInfo, messages: list[Message], measure: bool = True) -> None:
     """What the framework derives from a record's messages, by the core's own rules."""
     if not messages:
         return
@@ -116,6 +124,8 @@ def describe(info: RecordInfo, messages: list[Message]) -> None:
         for call_id, holder in result_holders([message])
         for content in (holder.get("content"),)
     )
+    if not measure:
+        return
     if len(messages) == 1:
         info.quarters = estimate_quarters(messages)
     else:
