@@ -62,7 +62,7 @@ class RecordInfo:
     tag: Any = None  # a format's own detail about the record, for its ``view``
     # --- set by the framework from ``messages`` ---
     role: str | None = None  # role of its first message; None: it holds no message
-    calls: tuple[tuple[Any, str], ...] = ()  # (call id, tool name) of the calls it makes
+    calls: tuple[tuple[Any, str, int], ...] = ()  # (call id, tool name, part) of its calls
     results: tuple[ToolResult, ...] = ()  # the tool results it holds
     quarters: int = 0  # its messages' estimate, in quarter tokens (SPEC §1)
     part_quarters: tuple[int, ...] = ()  # each message's, when it has more than one

@@ -54,9 +54,11 @@ def _pair_problems(session: Session) -> Iterator[Problem]:
     asked: dict[Any, int] = {}  # call id -> line, still waiting for its result
     answered: set[Any] = set()
     for message in session.view:
-        for index in message.records:
-            info = session.infos[index]
+        pieces = [(session.infos[index], part) for index, part in message.pieces()]
+        for info, part in pieces:
             for result in info.results:
+                if part is not None and result.part != part:
+                    continue
                 if result.call_id in asked:
                     del asked[result.call_id]
                     answered.add(result.call_id)
@@ -66,8 +68,9 @@ def _pair_problems(session: Session) -> Iterator[Problem]:
                         "orphan-result",
                         f"tool result for {result.call_id} without its call in the view",
                     )
-        for index in message.records:
-            for call_id, _ in session.infos[index].calls:
-                asked[call_id] = session.infos[index].line
+        for info, part in pieces:
+            for call_id, _, call_part in info.calls:
+                if part is None or call_part == part:
+                    asked[call_id] = info.line
     for call_id, line in asked.items():
         yield Problem(line, "unanswered-call", f"tool call {call_id} has no result in the view")

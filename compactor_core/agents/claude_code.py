@@ -82,6 +82,8 @@ class ClaudeCode(AgentFormat):
         message = record.get("message")
         if kind == "assistant" and isinstance(message, dict):
             info.turn = _text(message.get("id"))
+        if info.kind == BOUNDARY:
+            info.tag = _preserved_segment(record)
 
     def messages(self, record: Record) -> list[dict[str, Any]]:
         message = record.get("message")
@@ -95,7 +97,7 @@ class ClaudeCode(AgentFormat):
         return [message]  # the record's own dict: what the core changes is the record's
 
     def view(self, infos: Sequence[RecordInfo]) -> list[ViewMessage]:
-        chain = _with_parallel_results(infos, _chain(infos))
+        chain = _whole_replies(infos, _chain(infos))
         groups: list[list[int]] = []
         for index in chain:
             info = infos[index]
@@ -165,7 +167,12 @@ def _text(value: Any) -> str | None:
 
 
 def _chain(infos: Sequence[RecordInfo]) -> list[int]:
-    """Indexes of the chain back from the last main-thread conversation record, oldest first."""
+    """Indexes of the chain back from the last main-thread conversation record, oldest first.
+
+    It stops at the latest compaction boundary. A boundary of a newer Claude Code may name a
+    preserved segment (``compactMetadata.preservedSegment``: records from before it, kept
+    whole); resume sends it right after its anchor, the summary, and so does the view.
+    """
     by_id = {info.id: index for index, info in enumerate(infos) if info.id is not None}
     leaf = next(
         (
@@ -175,48 +182,91 @@ def _chain(infos: Sequence[RecordInfo]) -> list[int]:
         ),
         None,
     )
+    chain, boundary = _back(infos, by_id, leaf, stop=None)
+    segment = infos[boundary].tag if boundary is not None else None
+    if not segment:
+        return chain
+    head, anchor, tail = segment
+    preserved, _ = _back(infos, by_id, by_id.get(tail), stop=by_id.get(head))
+    after = next((n + 1 for n, index in enumerate(chain) if infos[index].id == anchor), 0)
+    return [*chain[:after], *preserved, *chain[after:]]
+
+
+def _back(
+    infos: Sequence[RecordInfo], by_id: dict[str, int], start: int | None, stop: int | None
+) -> tuple[list[int], int | None]:
+    """The records from ``start`` back through the parents to ``stop`` (included) or to a
+    compaction boundary (not included, but returned), oldest first."""
     chain: list[int] = []
     seen: set[int] = set()
-    index = leaf
+    index = start
+    boundary = None
     while index is not None and index not in seen:
         seen.add(index)
         info = infos[index]
         if info.kind == BOUNDARY:
-            break  # the latest compaction: what came before is not sent again
+            boundary = index
+            break
         chain.append(index)
+        if index == stop:
+            break
         index = by_id.get(info.parent) if info.parent is not None else None
     chain.reverse()
-    return chain
+    return chain, boundary
 
 
-def _with_parallel_results(infos: Sequence[RecordInfo], chain: list[int]) -> list[int]:
-    """The chain with the results of parallel tool calls that are not on it.
+def _whole_replies(infos: Sequence[RecordInfo], chain: list[int]) -> list[int]:
+    """The chain with every record of each reply on it and every result of those records.
 
-    The assistant records of one reply are chained one after the other, but the result of each
-    call is the child of the record that made the call: only the last result is on the chain.
-    Claude Code puts the others back on resume; so does the view, after the reply, in file order.
+    Claude Code writes each block of one API reply as its own assistant record (sharing
+    ``message.id``) and the result of each parallel call as a child of the record that made the
+    call, so the chain runs through only some of them. Resume puts the whole reply and all its
+    results back; so does the view: the reply's records, then their results, in file order.
     """
-    on_chain = set(chain)
-    ids = {infos[index].id: index for index in chain if infos[index].role == "assistant"}
-    off_chain: dict[int, list[int]] = {}  # assistant record -> its results that are off the chain
-    for index, info in enumerate(infos):
-        if index in on_chain or info.side or info.kind != "user" or not info.results:
+    by_turn: dict[Any, list[int]] = {}
+    results_of: dict[str, list[int]] = {}
+    # only from where the chain starts: a copy of a reply made by a compaction (ctxpack's
+    # pending turn) shares its message.id with the original before the boundary
+    for index in range(min(chain, default=len(infos)), len(infos)):
+        info = infos[index]
+        if info.side:
             continue
-        parent = ids.get(info.parent) if info.parent is not None else None
-        if parent is not None:
-            off_chain.setdefault(parent, []).append(index)
-    if not off_chain:
-        return chain
-    result: list[int] = []
-    waiting: list[int] = []  # found under the reply's records, placed when the reply ends
-    for position, index in enumerate(chain):
-        result.append(index)
-        waiting.extend(off_chain.get(index, ()))
-        following = chain[position + 1] if position + 1 < len(chain) else None
-        if waiting and (following is None or not _same_message(infos[index], infos[following])):
-            result.extend(sorted(waiting))
-            waiting = []
-    return result
+        if info.kind == "assistant" and info.turn is not None:
+            by_turn.setdefault(info.turn, []).append(index)
+        elif info.kind == "user" and info.results and info.parent is not None:
+            results_of.setdefault(info.parent, []).append(index)
+    placed: set[int] = set()
+    view: list[int] = []
+    for index in chain:
+        if index in placed:
+            continue
+        info = infos[index]
+        if info.kind != "assistant":
+            view.append(index)
+            placed.add(index)
+            continue
+        reply = [record for record in by_turn.get(info.turn, [index]) if record not in placed]
+        results = sorted(
+            result
+            for record in reply
+            for result in results_of.get(infos[record].id or "", ())
+            if result not in placed
+        )
+        view.extend(reply + results)
+        placed.update(reply + results)
+    return view
+
+
+def _preserved_segment(boundary: Record) -> tuple[str, str, str] | None:
+    """(head, anchor, tail) of the records a newer Claude Code keeps whole across a compaction."""
+    metadata = boundary.get("compactMetadata")
+    segment = metadata.get("preservedSegment") if isinstance(metadata, dict) else None
+    if not isinstance(segment, dict):
+        return None
+    head, anchor, tail = (segment.get(key) for key in ("headUuid", "anchorUuid", "tailUuid"))
+    if isinstance(head, str) and isinstance(anchor, str) and isinstance(tail, str):
+        return head, anchor, tail
+    return None
 
 
 def _same_message(previous: RecordInfo, info: RecordInfo) -> bool:

@@ -94,7 +94,7 @@ def index_session(
             if others and not agent_format.claims(record):
                 info.problem = _foreign(record, agent_format, others)
             describe(info, agent_format.messages(record), measure)
-            for call_id, name in info.calls:
+            for call_id, name, _ in info.calls:
                 if isinstance(call_id, str):
                     names[call_id] = name
         infos.append(info)
@@ -117,7 +117,11 @@ def describe(info: RecordInfo, messages: list[Message], measure: bool = True) ->
     if not messages:
         return
     info.role = messages[0].get("role")
-    info.calls = tuple(call for message in messages for call in tool_calls(message))
+    info.calls = tuple(
+        (call_id, name, part)
+        for part, message in enumerate(messages)
+        for call_id, name in tool_calls(message)
+    )
     info.results = tuple(
         ToolResult(call_id, content_length(content), is_marker(content), part)
         for part, message in enumerate(messages)
