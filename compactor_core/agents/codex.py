@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +184,12 @@ class Codex(AgentFormat):
                 session_id = meta.get("id") if isinstance(meta.get("id"), str) else None
                 cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else ""
                 yield SessionFile(path, session_id or _id_from_name(path), cwd)
+
+
+@cache
+def _tag(sides: tuple[str, ...], legacy: bool) -> Tag:
+    # one shared Tag per shape: a rollout of millions of lines has a handful of them
+    return Tag(sides, legacy)
 
 
 # --- records and their items ---------------------------------------------------------------------
