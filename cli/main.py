@@ -13,6 +13,7 @@ from compactor_core import defaults
 from compactor_core.errors import CtxpackError
 
 from . import io, options
+from .agents import check, sessions
 from .exit_codes import TABLE, ExitStatus, status_for
 
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ def main() -> None:
 @cli.command(epilog=TABLE)
 @options.files_argument
 @options.compat_option
+@options.format_option
 @click.option(
     "--threshold",
     "--over",
@@ -96,25 +98,44 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; use with --threshold.")
 @click.option("--json", "as_json", is_flag=True, help="Print a breakdown per role and per tool.")
 def estimate(
-    files: tuple[str, ...], compat: str, threshold: int | None, quiet: bool, as_json: bool
+    files: tuple[str, ...],
+    compat: str,
+    format_name: str,
+    threshold: int | None,
+    quiet: bool,
+    as_json: bool,
 ) -> None:
-    """Print the estimated token count of a conversation (a fast heuristic, not a tokenizer)."""
+    """Print the estimated token count of a conversation (a fast heuristic, not a tokenizer).
+
+    For an agent's session file: the conversation the agent would send on resume.
+    """
     from compactor_core.estimate import breakdown, estimate
     from compactor_core.formats import dumps
+
+    from . import agent_files
 
     names = io.input_names(files)
     bareagent = compat == "bareagent"
     any_over = False
     for name in names:
-        conversation = io.read_input(name).parse()
+        with agent_files.opened(name, format_name) as given:
+            if isinstance(given, agent_files.Opened):
+                session = agent_files.index(given)
+                tokens = session.tokens
+                report = agent_files.estimate_report(given, session) if as_json else {}
+            else:
+                conversation = given.parse()
+                tokens = estimate(conversation.messages, conversation.system, bareagent)
+                report = (
+                    breakdown(conversation.messages, conversation.system, bareagent)
+                    if as_json
+                    else {}
+                )
         if as_json:
-            report = breakdown(conversation.messages, conversation.system, bareagent)
-            tokens = report["tokens"]
             if len(names) > 1:
                 report = {"file": name, **report}
             line = dumps(report).decode()
         else:
-            tokens = estimate(conversation.messages, conversation.system, bareagent)
             line = str(tokens) if len(names) == 1 else f"{tokens}\t{name}"
         any_over = any_over or (threshold is not None and tokens > threshold)
         if not quiet:
@@ -129,6 +150,7 @@ def estimate(
 @cli.command(epilog=TABLE)
 @options.files_argument
 @options.micro_options
+@options.session_options
 @options.compat_option
 @options.output_options
 @options.batch_options
@@ -236,3 +258,7 @@ def restore(session_id: str | None, list_sessions: bool, transcript_dir: str, pr
         return
     info = store.newest(session_id)
     io.write_stdout(dumps(store.load(info), pretty) + b"\n")
+
+
+cli.add_command(check)
+cli.add_command(sessions)

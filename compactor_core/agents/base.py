@@ -181,3 +181,8 @@ class AgentFormat(ABC):
     @abstractmethod
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         """Every session file under the agent's home folder."""
+
+    def after_replace(self, path: Path) -> str | None:
+        """Keep the agent's own index of the session right once ``path`` was replaced (in place
+        or by ``restore``); a warning line if that failed (the new file stands either way)."""
+        return None
