@@ -58,6 +58,7 @@ class Done:
     session: Session
     outcome: SessionOutcome
     written: Path | None = None  # the folder written into, if anything was
+    warning: str | None = None  # the agent's own index of the session could not be updated
 
 
 def open_file(path: Path, label: str) -> BinaryIO:
@@ -143,7 +144,7 @@ def in_place(
         written = atomic_write_chunks(
             path, chunks, sync_directory=sync_directory, check=still_as_read
         )
-    return Done(session, outcome, written)
+    return Done(session, outcome, written, agent_format.after_replace(path))
 
 
 def to_file(
