@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.conversation import Conversation, text_of
+from helpers import original_length
+
+from agents.conversation import Conversation
 
 KEEP_RECENT = 3  # ctxpack micro's default
 
@@ -49,9 +51,8 @@ def assert_micro(before: Conversation, after: Conversation, scratch: Path) -> Sh
     markers = after.markers()
     assert markers, "no tool result became a marker"
     for call_id, match in markers.items():
-        original = text_of(before.results[call_id])
         assert match["tool"] == before.calls[call_id]
-        assert int(match["chars"]) == len(original)
+        assert int(match["chars"]) == original_length(before.results[call_id])
     for call_id, content in after.results.items():
         assert call_id in markers or content == before.results[call_id]
     return shrink
