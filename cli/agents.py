@@ -11,8 +11,6 @@ from typing import Any
 
 import click
 
-from compactor_core import defaults
-
 from . import io, options
 from .exit_codes import TABLE, ExitStatus, status_for
 
@@ -120,14 +118,7 @@ def _check_lines(report: dict[str, Any]) -> list[str]:
     metavar="TOKENS",
     help="Only sessions whose conversation is estimated at more than TOKENS.",
 )
-@click.option(
-    "--min-idle",
-    type=click.FloatRange(min=0),
-    default=defaults.MIN_IDLE,
-    show_default=True,
-    metavar="SECONDS",
-    help="A session changed less than this long ago counts as in use.",
-)
+@options.min_idle_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per session, for scripts.")
 def sessions(agent: str | None, over: int | None, min_idle: float, as_json: bool) -> None:
     """List the agents' sessions on this machine, newest first.

@@ -43,16 +43,18 @@ format_option = click.option(
     "(auto: told from its first records).",
 )
 
+min_idle_option = click.option(
+    "--min-idle",
+    type=click.FloatRange(min=0),
+    default=defaults.MIN_IDLE,
+    show_default=True,
+    metavar="SECONDS",
+    help="An agent's session file changed less than this long ago is in use: left alone.",
+)
+
 session_options = bundle(
     format_option,
-    click.option(
-        "--min-idle",
-        type=click.FloatRange(min=0),
-        default=defaults.MIN_IDLE,
-        show_default=True,
-        metavar="SECONDS",
-        help="Leave an agent's session file alone if it changed less than this long ago.",
-    ),
+    min_idle_option,
     click.option(
         "--force",
         is_flag=True,
