@@ -181,3 +181,15 @@ def test_property_full_is_append_only_and_pair_safe(data: bytes) -> None:
         return
     assert after.startswith(data if data.endswith(b"\n") else data + b"\n")
     assert problems(session_of(after)) == []
+
+
+def test_auto_is_micro_below_the_threshold_and_appends_a_summary_above_it() -> None:
+    data = (CORPUS / "originals" / "cc_kimi_516b7270__full.jsonl").read_bytes()
+    settings = FullSettings(lang="en")
+    small, outcome = transform(data, Job("auto", full=settings, threshold=1_000_000))
+    assert small == micro(data) and outcome.full == "not run"
+    big, outcome = transform(data, Job("auto", full=settings, threshold=5000))
+    assert outcome.full == "compacted" and not outcome.over_threshold
+    shrunk = micro(data)
+    assert big.startswith(shrunk if shrunk.endswith(b"\n") else shrunk + b"\n")  # then appended
+    assert session_of(big).tokens < 5000
