@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -15,6 +14,7 @@ from compactor_core.errors import CtxpackError
 from . import io, options
 from .agents import check, sessions
 from .exit_codes import TABLE, ExitStatus, status_for
+from .restore import restore
 
 if TYPE_CHECKING:
     from compactor_core.micro import MicroSettings
@@ -42,6 +42,9 @@ class CtxpackGroup(click.Group):
         except click.Abort:
             io.warn("interrupted")
             sys.exit(ExitStatus.INTERRUPTED)
+        except Exception as error:  # a bug of ctxpack: one line and 70, never a traceback
+            io.internal_error(error)
+            sys.exit(ExitStatus.SOFTWARE)
         sys.exit(status if isinstance(status, int) else ExitStatus.OK)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -229,36 +232,6 @@ def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, A
 
 # --- restore -------------------------------------------------------------------------------------
 
-
-@cli.command(epilog=TABLE)
-@click.option("--session-id", help="Print the newest snapshot of this session as a JSON array.")
-@click.option("--list", "list_sessions", is_flag=True, help="List sessions, newest first.")
-@click.option(
-    "--transcript-dir",
-    type=click.Path(file_okay=False),
-    default=defaults.TRANSCRIPT_DIR,
-    show_default=True,
-    envvar="CTXPACK_TRANSCRIPT_DIR",
-)
-@click.option("--pretty", is_flag=True, help="Indent the JSON output.")
-def restore(session_id: str | None, list_sessions: bool, transcript_dir: str, pretty: bool) -> None:
-    """Print a saved transcript snapshot (like /resume), or list the saved sessions."""
-    from compactor_core.formats import dumps
-    from compactor_core.snapshots import SnapshotStore
-
-    store = SnapshotStore(Path(transcript_dir))
-    if list_sessions == (session_id is not None):
-        raise click.UsageError("give either --session-id ID or --list")
-    if list_sessions:
-        newest: dict[str, list] = {}
-        for info in store.snapshots():
-            newest.setdefault(info.session_id, []).append(info)
-        for sid, infos in newest.items():
-            io.write_stdout(f"{sid}\t{infos[0].stamp}\t{len(infos)}\t{infos[0].path}\n".encode())
-        return
-    info = store.newest(session_id)
-    io.write_stdout(dumps(store.load(info), pretty) + b"\n")
-
-
+cli.add_command(restore)
 cli.add_command(check)
 cli.add_command(sessions)

@@ -12,6 +12,7 @@ import contextlib
 import errno
 import os
 import re
+import select
 import stat
 import tempfile
 from collections.abc import Callable, Iterable
@@ -60,13 +61,18 @@ def _sync(fd: int, mode: int, label: str) -> None:
 
 
 def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
-    """Write every byte of ``data``: ``os.write`` may write fewer (a pipe, a nearly full disk).
+    """Write every byte of ``data``: ``os.write`` may write fewer (a pipe, a nearly full disk),
+    or none yet (a full non-blocking pipe: then it waits until the pipe takes more).
 
     Raises the OSError of the failing write (BrokenPipeError on a closed pipe).
     """
     view = memoryview(data)
     while view:
-        written = os.write(fd, view)
+        try:
+            written = os.write(fd, view)
+        except BlockingIOError:  # a non-blocking pipe (set so by whoever started us) is full
+            select.select([], [fd], [])
+            continue
         if written <= 0:  # never seen, but looping on it forever would hang the run
             raise OSError(errno.EIO, "the system wrote nothing")
         view = view[written:]

@@ -14,14 +14,14 @@ import contextlib
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .atomic import atomic_write
 from .errors import InputUnreadable, OutputError
 from .formats import Conversation, dump
-from .snapshots import NO_DETAILS, Details, SnapshotStore, session_id_for_file
+from .snapshots import NO_DETAILS, ORIGINAL, Details, SnapshotStore, session_id_for_file
 
 
 @dataclass(frozen=True)
@@ -109,17 +109,29 @@ def replace_file(
             backup = source.path.with_name(source.path.name + settings.backup_suffix)
             atomic_write(backup, source.data, new_file_mode=source.mode & 0o7777)
 
-        def still_as_read() -> None:
-            if not kept.unchanged_on_disk():
-                raise OutputError(f"{label}: file changed while it was being compacted, left as is")
-
         data = dump(result, settings.pretty)
-        return atomic_write(source.path, data, sync_directory=sync_directory, check=still_as_read)
+        check = still_as_read(kept, label)
+        return atomic_write(source.path, data, sync_directory=sync_directory, check=check)
+
+
+def still_as_read(source: SourceFile, label: str, doing: str = "compacted") -> Callable[[], None]:
+    """The check before the rename: a file another program changed meanwhile is left alone."""
+
+    def check() -> None:
+        if not source.unchanged_on_disk():
+            raise OutputError(f"{label}: file changed while it was being {doing}, left as is")
+
+    return check
 
 
 @contextlib.contextmanager
 def original_kept(
-    source: SourceFile, snapshots: SnapshotStore | None, label: str, details: Details = NO_DETAILS
+    source: SourceFile,
+    snapshots: SnapshotStore | None,
+    label: str,
+    details: Details = NO_DETAILS,
+    kind: str = ORIGINAL,
+    doing: str = "compacted",
 ) -> Iterator[SourceFile]:
     """Keep ``source`` in ``snapshots`` while the block replaces it (see ``keep_original``).
 
@@ -131,8 +143,7 @@ def original_kept(
         return
     session_id = session_id_for_file(source.path)
     digest = hashlib.sha256(source.data).hexdigest()
-    with snapshots.keep_original(source.path, session_id, details, digest) as now:
+    with snapshots.keep_original(source.path, session_id, details, digest, kind) as now:
         kept = replace(source, ctime_ns=now.st_ctime_ns)
-        if not kept.unchanged_on_disk():
-            raise OutputError(f"{label}: file changed while it was being compacted, left as is")
+        still_as_read(kept, label, doing)()  # the file may have changed before the link
         yield kept

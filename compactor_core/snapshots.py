@@ -54,7 +54,7 @@ _FILE_NAME = re.compile(
     r"(?P<session>.+)_(?P<stamp>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{6})"
     r"(?:\.(?P<kind>original|result|replaced))?\.(?P<ext>jsonl?)"
 )
-_STAMP = "%Y-%m-%dT%H-%M-%S-%f"
+STAMP_FORMAT = "%Y-%m-%dT%H-%M-%S-%f"
 _PATH_HASH_LENGTH = 8  # hex digits of the path's hash in a file's session id
 
 
@@ -114,7 +114,7 @@ class Snapshot:
 
     @property
     def moment(self) -> datetime:
-        return datetime.strptime(self.stamp, _STAMP)
+        return datetime.strptime(self.stamp, STAMP_FORMAT)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -265,7 +265,7 @@ class SnapshotStore:
         extension = "json" if shape in ("array", "envelope") else "jsonl"
         moment = self.clock()
         while True:
-            name = f"{session_id}_{moment.strftime(_STAMP)}.{kind}.{extension}"
+            name = f"{session_id}_{moment.strftime(STAMP_FORMAT)}.{kind}.{extension}"
             try:
                 os.link(data, self.directory / name)
             except FileExistsError:
@@ -292,7 +292,7 @@ class SnapshotStore:
         meta = {
             "session": session_id,
             "kind": kind,
-            "time": datetime.strptime(stamp, _STAMP).astimezone().isoformat(),
+            "time": datetime.strptime(stamp, STAMP_FORMAT).astimezone().isoformat(),
             "source": os.path.realpath(source) if source is not None else None,
             "size": size,
             "sha256": sha256 or _sha256_of(path),
@@ -307,24 +307,26 @@ class SnapshotStore:
 
     # --- finding ---------------------------------------------------------------------------------
 
-    def snapshots(self) -> list[Snapshot]:
-        """Every snapshot in the directory, newest first."""
+    def snapshots(self, session_id: str | None = None) -> list[Snapshot]:
+        """Every snapshot in the directory (of one session), newest first."""
         try:
             names = os.listdir(self.directory)
         except FileNotFoundError:
             return []
         except OSError as error:
             raise InputUnreadable(f"{self.directory}: {error.strerror}") from None
-        found = [self._snapshot(name) for name in names if _FILE_NAME.fullmatch(name)]
+        found = [
+            self._snapshot(match)
+            for match in map(_FILE_NAME.fullmatch, names)
+            if match and (session_id is None or match["session"] == session_id)
+        ]
         return sorted(
             found, key=lambda snapshot: (snapshot.stamp, snapshot.path.name), reverse=True
         )
 
-    def _snapshot(self, name: str) -> Snapshot:
-        match = _FILE_NAME.fullmatch(name)
-        assert match is not None  # only matching names come here
-        path = self.directory / name
-        meta = _read_meta(path.with_name(name + META_SUFFIX))
+    def _snapshot(self, match: re.Match[str]) -> Snapshot:
+        path = self.directory / match.string
+        meta = _read_meta(path.with_name(match.string + META_SUFFIX))
         return Snapshot(
             path,
             match["session"],
@@ -339,13 +341,14 @@ class SnapshotStore:
         """The snapshots of a session, of a kind, of a source file; newest first."""
         if session_id is not None:
             check_session_id(session_id)
-        real = os.path.realpath(source) if source is not None else None
+        real = None
+        if source is not None:  # its snapshots are all under its own session id
+            real = os.path.realpath(source)
+            session_id = session_id or session_id_for_file(source)
         return [
             snapshot
-            for snapshot in self.snapshots()
-            if (session_id is None or snapshot.session_id == session_id)
-            and (kind is None or snapshot.kind == kind)
-            and (real is None or snapshot.source == real)
+            for snapshot in self.snapshots(session_id)
+            if (kind is None or snapshot.kind == kind) and (real is None or snapshot.source == real)
         ]
 
     def remove(self, snapshot: Snapshot | Path) -> None:
