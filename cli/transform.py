@@ -192,6 +192,8 @@ def _batch(
     for report in _with_progress(reports, len(targets)):
         done.append(report)
         statuses = [status_for(report.error)] if report.error else _warn(report, job, out)
+        if report.warning:
+            io.warn(report.warning)
         if report.error:
             io.warn(str(report.error))
         elif out.stats:

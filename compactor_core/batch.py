@@ -81,6 +81,7 @@ class FileReport:
     tokens_before: int | None = None
     tokens_after: int | None = None
     written: str | None = None  # the folder a file was written into (its fsync may wait)
+    warning: str | None = None  # done, but something beside it went wrong (an agent's index)
 
     @classmethod
     def of(cls, label: str, outcome: Outcome, written: Path | None = None) -> FileReport:

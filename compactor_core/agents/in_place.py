@@ -13,7 +13,7 @@ import contextlib
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -243,7 +243,7 @@ def process_session(
             if not settings.dry_run:
                 written = to_file(handle, destination, session, outcome, sync_directory)
             done = Done(session, outcome, written)
-    return report(label, done.outcome, done.written)
+    return replace(report(label, done.outcome, done.written), warning=done.warning)
 
 
 def report(label: str, outcome: SessionOutcome, written: Path | None = None) -> FileReport:
