@@ -1,4 +1,4 @@
-"""The exit statuses: one table, the README's (SPEC §6), shown as a table in every command's --help."""
+"""The exit statuses: one table, the README's (SPEC §6), shown as a table in each --help."""
 
 from __future__ import annotations
 
