@@ -36,6 +36,7 @@ import orjson
 from harness import CTXPACK, DATA_DIR, PYTHON, Report, peak_rss, run_once
 
 WORK = DATA_DIR / "sessions"
+RUN = WORK / f"run-{os.getpid()}"  # this run's copies: two benches at once must not collide
 VERSION = 1  # of the generated files: bump when they change
 SIZE_MB = int(os.environ.get("CTXPACK_BENCH_SESSION_MB", "1024"))
 RSS_TARGET_MB = 300.0
@@ -109,7 +110,7 @@ def timed(template: Path, side: str) -> float:
 
 
 def micro_command(path: Path) -> list[str]:
-    snapshots = WORK / "run" / "snapshots"
+    snapshots = RUN / "snapshots"
     return [
         CTXPACK,
         "micro",
@@ -124,16 +125,15 @@ def micro_command(path: Path) -> list[str]:
 
 def fresh_copy(template: Path) -> Path:
     clean()
-    folder = WORK / "run"
-    folder.mkdir(parents=True)
-    copy = folder / template.name
+    RUN.mkdir(parents=True)
+    copy = RUN / template.name
     shutil.copyfile(template, copy)
     os.sync()  # the copy's dirty pages must not be flushed inside the timed run
     return copy
 
 
 def clean() -> None:
-    shutil.rmtree(WORK / "run", ignore_errors=True)
+    shutil.rmtree(RUN, ignore_errors=True)
 
 
 def build(agent: str, generate: Callable[[random.Random], Iterator[Any]]) -> Path:
