@@ -149,8 +149,22 @@ def _restore_files(
             io.warn(f"{name}: already as in {taken}")
         else:
             io.warn(f"{name}: {done} from {taken}")
+        if done == "restored" and snapshot.shape not in _MESSAGE_SHAPES:
+            _tell_the_agent(Path(name), snapshot.shape or "")
     if failures:
         sys.exit(combined(failures))
+
+
+def _tell_the_agent(path: Path, format_name: str) -> None:
+    """Let an agent's format keep its own index of the session right (``after_replace``)."""
+    from compactor_core.agents.registry import agent_formats
+
+    for agent_format in agent_formats():
+        if agent_format.name != format_name:
+            continue
+        warning = agent_format.after_replace(path)
+        if warning:
+            io.warn(f"{path}: {warning}")
 
 
 def _when(snapshot: Snapshot) -> str:

@@ -384,7 +384,11 @@ def test_snapshots_newest_first_and_selected(tmp_path: Path) -> None:
     assert [snapshot.session_id for snapshot in store.snapshots()] == ["a", "b", "a"]
     assert [snapshot.path for snapshot in store.select("a")] == [a2, a1]
     assert [snapshot.path for snapshot in store.select("a", "original")] == [a1]
-    assert [snapshot.path for snapshot in store.select(source=tmp_path / "x.json")] == [a1]
+    assert store.select(source=tmp_path / "x.json") == []  # under another session's id
+    x = store.save_original(
+        session_id_for_file(tmp_path / "x.json"), b"[]\n", Details("array"), tmp_path / "x.json"
+    )
+    assert [snapshot.path for snapshot in store.select(source=tmp_path / "x.json")] == [x]
     assert store.select("c") == []
 
 
