@@ -30,6 +30,7 @@ A full compaction is appended the way Codex writes its own: a ``compacted`` reco
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -174,6 +175,9 @@ class Codex(AgentFormat):
                 new.update({key: new.pop(key) for key in ("type", "payload")})  # Codex's order
         return records
 
+    def after_replace(self, path: Path) -> str | None:
+        return forget_projection(path)
+
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         sessions = home / "sessions"
         if not sessions.is_dir():
@@ -190,6 +194,44 @@ class Codex(AgentFormat):
 def _tag(sides: tuple[str, ...], legacy: bool) -> Tag:
     # one shared Tag per shape: a rollout of millions of lines has a handful of them
     return Tag(sides, legacy)
+
+
+# --- Codex's own index of the thread ------------------------------------------------------------
+
+# Codex 0.169 projects each rollout into CODEX_HOME/thread_history_N.sqlite and reads on from the
+# byte offset it stopped at; after a rollout is rewritten those offsets point into the old file,
+# and the next lines Codex projects are read from the wrong place. Without a thread's rows Codex
+# projects its rollout afresh (measured with the real Codex), so they are deleted.
+_PROJECTION_TABLES = ("thread_items", "thread_turns", "thread_history_projection_state")
+
+
+def forget_projection(path: Path) -> str | None:
+    """Delete the thread's projection rows, so Codex rebuilds them from the rollout at ``path``.
+
+    Nothing to do outside a ``CODEX_HOME/sessions/YYYY/MM/DD/`` folder or without the database.
+    A warning line if the database could not be changed.
+    """
+    import sqlite3  # only a rewritten rollout needs it
+
+    home = path.parents[4] if len(path.parents) > 4 else None
+    if home is None or path.parents[3].name != "sessions":
+        return None
+    thread = _session_meta(path).get("id")
+    if not isinstance(thread, str):
+        return None
+    for database in sorted(home.glob("thread_history_*.sqlite")):
+        try:
+            with closing(sqlite3.connect(database, timeout=5)) as connection, connection:
+                tables = {row[0] for row in connection.execute(_TABLES)}
+                for table in _PROJECTION_TABLES:
+                    if table in tables:
+                        connection.execute(f"DELETE FROM {table} WHERE thread_id = ?", (thread,))
+        except sqlite3.Error as error:
+            return f"{database}: could not reset Codex's thread history of {thread}: {error}"
+    return None
+
+
+_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table'"
 
 
 # --- records and their items ---------------------------------------------------------------------
