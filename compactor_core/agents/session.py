@@ -176,7 +176,7 @@ def detect(handle: BinaryIO, requested: str, source: str) -> AgentFormat | None:
     name = registry.detect_records(head)
     if name is not None:
         return registry.get(name)
-    if head and not _could_be_messages(head[0]):
+    if len(head) > 1 and not _could_be_messages(head[0]):  # one object: the core says why
         raise registry.not_a_session(source)
     return None
 
