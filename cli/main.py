@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -13,7 +12,9 @@ from compactor_core import defaults
 from compactor_core.errors import CtxpackError
 
 from . import io, options
+from .agents import check, sessions
 from .exit_codes import TABLE, ExitStatus, status_for
+from .restore import restore
 
 if TYPE_CHECKING:
     from compactor_core.estimate import Counter
@@ -42,6 +43,9 @@ class CtxpackGroup(click.Group):
         except click.Abort:
             io.warn("interrupted")
             sys.exit(ExitStatus.INTERRUPTED)
+        except Exception as error:  # a bug of ctxpack: one line and 70, never a traceback
+            io.internal_error(error)
+            sys.exit(ExitStatus.SOFTWARE)
         sys.exit(status if isinstance(status, int) else ExitStatus.OK)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -86,6 +90,7 @@ def main() -> None:
 @cli.command(epilog=TABLE)
 @options.files_argument
 @options.compat_option
+@options.format_option
 @click.option(
     "--threshold",
     "--over",
@@ -105,32 +110,49 @@ def main() -> None:
 def estimate(
     files: tuple[str, ...],
     compat: str,
+    format_name: str,
     threshold: int | None,
     quiet: bool,
     as_json: bool,
     tokenizer: str | None,
 ) -> None:
-    """Print the token count of a conversation: a fast heuristic, or exact with --tokenizer."""
+    """Print the token count of a conversation: a fast heuristic, or exact with --tokenizer.
+
+    For an agent's session file: the conversation the agent would send on resume.
+    """
     from compactor_core.estimate import HEURISTIC, breakdown, estimate
     from compactor_core.formats import dumps
+
+    from . import agent_files
 
     counter = _counter(tokenizer)
     names = io.input_names(files)
     bareagent = compat == "bareagent"
     any_over = False
     for name in names:
-        conversation = io.read_input(name).parse()
+        with agent_files.opened(name, format_name) as given:
+            if isinstance(given, agent_files.Opened):
+                if counter is not HEURISTIC:
+                    raise click.UsageError(f"{name}: --tokenizer does not count session files yet")
+                session = agent_files.index(given)
+                tokens = session.tokens
+                report = agent_files.estimate_report(given, session) if as_json else {}
+            else:
+                conversation = given.parse()
+                tokens = estimate(conversation.messages, conversation.system, bareagent, counter)
+                report = (
+                    breakdown(conversation.messages, conversation.system, bareagent, counter)
+                    if as_json
+                    else {}
+                )
+                if as_json and counter is not HEURISTIC:
+                    heuristic = estimate(conversation.messages, conversation.system, bareagent)
+                    report["heuristic"] = _beside(heuristic, tokens)
         if as_json:
-            report = breakdown(conversation.messages, conversation.system, bareagent, counter)
-            tokens = report["tokens"]
-            if counter is not HEURISTIC:
-                heuristic = estimate(conversation.messages, conversation.system, bareagent)
-                report["heuristic"] = _beside(heuristic, tokens)
             if len(names) > 1:
                 report = {"file": name, **report}
             line = dumps(report).decode()
         else:
-            tokens = estimate(conversation.messages, conversation.system, bareagent, counter)
             line = str(tokens) if len(names) == 1 else f"{tokens}\t{name}"
         any_over = any_over or (threshold is not None and tokens > threshold)
         if not quiet:
@@ -164,6 +186,7 @@ def _beside(heuristic: int, exact: int) -> dict[str, Any]:
 @cli.command(epilog=TABLE)
 @options.files_argument
 @options.micro_options
+@options.session_options
 @options.compat_option
 @options.output_options
 @options.batch_options
@@ -245,32 +268,6 @@ def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, A
 
 # --- restore -------------------------------------------------------------------------------------
 
-
-@cli.command(epilog=TABLE)
-@click.option("--session-id", help="Print the newest snapshot of this session as a JSON array.")
-@click.option("--list", "list_sessions", is_flag=True, help="List sessions, newest first.")
-@click.option(
-    "--transcript-dir",
-    type=click.Path(file_okay=False),
-    default=defaults.TRANSCRIPT_DIR,
-    show_default=True,
-    envvar="CTXPACK_TRANSCRIPT_DIR",
-)
-@click.option("--pretty", is_flag=True, help="Indent the JSON output.")
-def restore(session_id: str | None, list_sessions: bool, transcript_dir: str, pretty: bool) -> None:
-    """Print a saved transcript snapshot (like /resume), or list the saved sessions."""
-    from compactor_core.formats import dumps
-    from compactor_core.snapshots import SnapshotStore
-
-    store = SnapshotStore(Path(transcript_dir))
-    if list_sessions == (session_id is not None):
-        raise click.UsageError("give either --session-id ID or --list")
-    if list_sessions:
-        newest: dict[str, list] = {}
-        for info in store.snapshots():
-            newest.setdefault(info.session_id, []).append(info)
-        for sid, infos in newest.items():
-            io.write_stdout(f"{sid}\t{infos[0].stamp}\t{len(infos)}\t{infos[0].path}\n".encode())
-        return
-    info = store.newest(session_id)
-    io.write_stdout(dumps(store.load(info), pretty) + b"\n")
+cli.add_command(restore)
+cli.add_command(check)
+cli.add_command(sessions)

@@ -39,6 +39,38 @@ tokenizer_option = click.option(
     "env CTXPACK_TOKENIZER].",
 )
 
+FORMATS = ("auto", "messages", "claude-code", "codex")  # compactor_core.agents.registry's
+
+format_option = click.option(
+    "--format",
+    "format_name",
+    type=click.Choice(FORMATS),
+    default="auto",
+    show_default=True,
+    help="What the input is: a conversation of messages, or an agent's session file "
+    "(auto: told from its first records).",
+)
+
+min_idle_option = click.option(
+    "--min-idle",
+    type=click.FloatRange(min=0),
+    default=defaults.MIN_IDLE,
+    show_default=True,
+    metavar="SECONDS",
+    help="An agent's session file changed less than this long ago is in use: left alone.",
+)
+
+session_options = bundle(
+    format_option,
+    min_idle_option,
+    click.option(
+        "--force",
+        is_flag=True,
+        help="Rewrite an agent's session file even while it is in use (open for writing, or "
+        "changed within --min-idle).",
+    ),
+)
+
 micro_options = bundle(
     click.option(
         "--keep-recent",
@@ -200,6 +232,7 @@ batch_options = bundle(
 
 summarizing_options = bundle(
     micro_options,
+    session_options,
     compat_option,
     summary_options,
     tokenizer_option,

@@ -10,13 +10,15 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import click
 
 from compactor_core import defaults, pipeline
+from compactor_core.agents.in_place import SessionSettings
 from compactor_core.atomic import atomic_write
 from compactor_core.batch import (
     DEFAULT_GLOBS,
@@ -29,10 +31,11 @@ from compactor_core.batch import (
 from compactor_core.errors import CtxpackError
 from compactor_core.files import InPlace
 from compactor_core.formats import dump, dumps
+from compactor_core.providers.base import Summarizer
 from compactor_core.providers.registry import ProviderSettings, build_provider
 from compactor_core.snapshots import SnapshotStore, check_session_id
 
-from . import io
+from . import agent_files, io
 from .exit_codes import ExitStatus, status_for
 
 
@@ -56,6 +59,7 @@ class Output:
     dry_run: bool = False
     fail_fast: bool = False
     json_report: bool = False
+    sessions: SessionSettings = field(default_factory=SessionSettings)  # agents' session files
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> Output:
@@ -79,6 +83,12 @@ class Output:
             dry_run=options["dry_run"],
             fail_fast=options["fail_fast"],
             json_report=options["json_report"],
+            sessions=SessionSettings(
+                options["format_name"],
+                options["min_idle"],
+                options["force"],
+                now=datetime.now(UTC),
+            ),
         )
 
     @property
@@ -119,29 +129,41 @@ def _stream(
     names: tuple[str, ...], job: pipeline.Job, out: Output, provider_settings: ProviderSettings
 ) -> None:
     provider = build_provider(provider_settings) if job.command != "micro" else None
-    context = pipeline.Context(provider, out.snapshots, out.session_id)
     failures: list[ExitStatus] = []
     for name in names:
         try:
-            outcome = pipeline.run(job, io.read_input(name).parse(), context)
-            data = dump(outcome.conversation, out.pretty)
-            if out.output and out.output != io.STDIN:
-                atomic_write(Path(out.output), data)
-            else:
-                io.write_stdout(data)
+            with agent_files.opened(name, out.sessions.format) as given:
+                if isinstance(given, agent_files.Opened):  # an agent's session file
+                    report = agent_files.stream(given, job, out.sessions, provider, out.output)
+                    snapshots: tuple[Path, ...] = ()
+                else:
+                    report, snapshots = _stream_messages(given, name, job, out, provider)
         except CtxpackError as error:
             if len(names) == 1:
                 raise
             io.warn(str(error))
             failures.append(status_for(error))
             continue
-        report = FileReport.of(io.label(name), outcome)
         failures.extend(_warn(report, job, out))
         if out.stats:
             io.warn(_stats_line(report))
-            for path in outcome.snapshots:
+            for path in snapshots:
                 io.warn(f"{report.label}: snapshot saved: {path}")
     _exit_for(failures)
+
+
+def _stream_messages(
+    given: io.Input, name: str, job: pipeline.Job, out: Output, provider: Summarizer | None
+) -> tuple[FileReport, tuple[Path, ...]]:
+    source = None if name == io.STDIN else Path(name)
+    context = pipeline.Context(provider, out.snapshots, out.session_id, given.data, source)
+    outcome = pipeline.run(job, given.parse(), context)
+    data = dump(outcome.conversation, out.pretty)
+    if out.output and out.output != io.STDIN:
+        atomic_write(Path(out.output), data)
+    else:
+        io.write_stdout(data)
+    return FileReport.of(io.label(name), outcome), outcome.snapshots
 
 
 # --- batches -------------------------------------------------------------------------------------
@@ -156,9 +178,10 @@ def _batch(
     if not out.dry_run:  # a dry run writes (and deletes) nothing
         clean_up_after_killed_runs(targets, skip)
     settings = BatchSettings(
-        replace(job, measure=True),
+        replace(job, measure=out.stats or out.json_report or out.dry_run or len(targets) > 1),
         InPlace(out.pretty, out.backup, out.snapshots),
         out.dry_run,
+        out.sessions,
     )
     stop = threading.Event()  # --fail-fast: start nothing more, report what is in progress
     reports = run_batch(
@@ -169,6 +192,8 @@ def _batch(
     for report in _with_progress(reports, len(targets)):
         done.append(report)
         statuses = [status_for(report.error)] if report.error else _warn(report, job, out)
+        if report.warning:
+            io.warn(report.warning)
         if report.error:
             io.warn(str(report.error))
         elif out.stats:

@@ -7,3 +7,4 @@ MAX_PROMPT_TOKENS = 100_000  # what is sent to the provider is shrunk to fit thi
 TRANSCRIPT_DIR = ".transcripts"
 SESSION_ID = "default"
 MAX_CONCURRENCY = 8  # summary requests in flight at once in a batch
+MIN_IDLE = 60.0  # seconds an agent session file must be unchanged before it is rewritten

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
 from .errors import ProviderError
@@ -19,7 +18,6 @@ from .micro import MicroSettings, copy_tool_results, micro_with
 from .prompts import DEFAULT_MAX_TOKENS, PROMPTS, SUMMARY_PREFIX, system_prompt
 from .providers.base import Summarizer, SummaryRequest
 from .shrink import DEFAULT_MAX_PROMPT_TOKENS, fit_prompt
-from .snapshots import DEFAULT_SESSION, SnapshotStore
 from .tokenizers import counter
 from .tools import has_tool_result_block, tool_calls, tool_names, tool_result_ids
 
@@ -40,7 +38,6 @@ class FullResult:
     messages: list[Message]  # the input list itself unless status is "compacted"
     status: Literal["compacted", "nothing", "failed"]
     error: ProviderError | None = None
-    snapshots: tuple[Path, ...] = ()
     summary: str | None = None
 
 
@@ -56,15 +53,15 @@ def full_compact(
     messages: list[Message],
     provider: Summarizer,
     settings: FullSettings | None = None,
-    snapshots: SnapshotStore | None = None,
-    session_id: str = DEFAULT_SESSION,
 ) -> FullResult:
-    """Summarize the history of ``messages``; never modifies ``messages`` itself."""
+    """Summarize the history of ``messages``; never modifies ``messages`` itself.
+
+    Snapshots are the caller's (``pipeline``): it knows the input's bytes, which a snapshot keeps.
+    """
     settings = settings or FullSettings()
     pending = find_pending_turn(messages, settings.compat)
     if not has_source(messages, pending):
         return FullResult(messages, "nothing")
-    taken = [snapshots.save(session_id, messages)] if snapshots else []
 
     working = copy_tool_results(messages)
     micro_with(working, settings.micro)  # the pending turn counts among the kept turns
@@ -76,12 +73,10 @@ def full_compact(
     try:
         summary = _summarize(source, tool_names(messages), provider, settings)
     except ProviderError as error:
-        return FullResult(messages, "failed", error, tuple(taken))
+        return FullResult(messages, "failed", error)
 
     result = rebuild(messages, pending, summary, settings.lang)
-    if snapshots:
-        taken.append(snapshots.save(session_id, result))
-    return FullResult(result, "compacted", None, tuple(taken), summary)
+    return FullResult(result, "compacted", None, summary)
 
 
 def has_source(messages: list[Message], pending: PendingTurn) -> bool:

@@ -18,7 +18,7 @@ from .formats import Conversation
 from .full import FullResult, FullSettings, find_pending_turn, full_compact, has_source
 from .micro import MicroResult, MicroSettings, copy_tool_results, micro_with
 from .providers.base import Summarizer
-from .snapshots import DEFAULT_SESSION, SnapshotStore
+from .snapshots import DEFAULT_SESSION, Details, SnapshotStore
 from .tokenizers import counter
 
 DEFAULT_THRESHOLD = defaults.THRESHOLD
@@ -51,11 +51,18 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Context:
-    """What a run may use besides the conversation: a summarizer and where snapshots go."""
+    """What a run may use besides the conversation: a summarizer and where snapshots go.
+
+    A full compaction that replaces the history keeps the input (``original``, its bytes as read)
+    and the result in ``snapshots``. ``original`` is None for a file changed in place: the
+    writer keeps that file itself (``files.replace_file``). ``source`` is the file read, if any.
+    """
 
     provider: Summarizer | None = None
     snapshots: SnapshotStore | None = None
     session_id: str = DEFAULT_SESSION
+    original: bytes | None = None
+    source: Path | None = None
 
 
 def measure(conversation: Conversation, job: Job) -> int:
@@ -100,25 +107,35 @@ def _micro(job: Job, conversation: Conversation) -> Outcome:
 
 
 def _full(job: Job, conversation: Conversation, context: Context) -> Outcome:
+    """Summarize; the input is kept before the model is called (SPEC §3.3), the result after."""
     if context.provider is None:
         raise ValueError("full compaction needs a provider")
-    full = full_compact(
-        conversation.messages,
-        context.provider,
-        job.full,
-        context.snapshots,
-        context.session_id,
-    )
-    return _from_full(full, conversation)
+    pending = find_pending_turn(conversation.messages, job.full.compat)
+    if not has_source(conversation.messages, pending):  # a no-op: no snapshot, no model call
+        return Outcome(conversation, changed=False, full="nothing")
+    store = context.snapshots
+    taken = []
+    if store is not None and context.original is not None:
+        tokens = measure(conversation, job.compat)
+        details = Details(conversation.shape, len(conversation.messages), tokens)
+        taken.append(
+            store.save_original(context.session_id, context.original, details, context.source)
+        )
+    full = full_compact(conversation.messages, context.provider, job.full)
+    if store is not None and full.status == "compacted":
+        details = Details(tokens=measure(conversation.with_messages(full.messages), job.compat))
+        result = store.save_result(context.session_id, full.messages, details, context.source)
+        taken.append(result)
+    return _from_full(full, conversation, tuple(taken))
 
 
-def _from_full(full: FullResult, conversation: Conversation) -> Outcome:
+def _from_full(full: FullResult, conversation: Conversation, taken: tuple[Path, ...]) -> Outcome:
     return Outcome(
         conversation.with_messages(full.messages),
         changed=full.status == "compacted",
         full=full.status,
         error=full.error,
-        snapshots=full.snapshots,
+        snapshots=taken,
     )
 
 
