@@ -116,14 +116,14 @@ def _full(job: Job, conversation: Conversation, context: Context) -> Outcome:
     store = context.snapshots
     taken = []
     if store is not None and context.original is not None:
-        tokens = measure(conversation, job.compat)
+        tokens = measure(conversation, job)
         details = Details(conversation.shape, len(conversation.messages), tokens)
         taken.append(
             store.save_original(context.session_id, context.original, details, context.source)
         )
     full = full_compact(conversation.messages, context.provider, job.full)
     if store is not None and full.status == "compacted":
-        details = Details(tokens=measure(conversation.with_messages(full.messages), job.compat))
+        details = Details(tokens=measure(conversation.with_messages(full.messages), job))
         result = store.save_result(context.session_id, full.messages, details, context.source)
         taken.append(result)
     return _from_full(full, conversation, tuple(taken))
