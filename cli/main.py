@@ -182,12 +182,13 @@ def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, A
     from compactor_core.full import FullSettings
     from compactor_core.pipeline import Job
 
-    from .config import environment, resolve_provider
+    from .config import environment, resolve_lang, resolve_provider
     from .transform import Output, transform
 
     compat = settings["compat"] == "bareagent"
+    environ = environment()
     full_settings = FullSettings(
-        lang=settings["lang"],
+        lang=resolve_lang(settings["lang"], environ),
         instructions=settings["instructions"],
         max_tokens=settings["max_tokens"],
         max_prompt_tokens=settings["max_prompt_tokens"],
@@ -202,7 +203,7 @@ def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, A
         compat=compat,
     )
     out = Output.from_options(settings)
-    transform(files, job, out, resolve_provider(settings, environment()))
+    transform(files, job, out, resolve_provider(settings, environ))
 
 
 # --- restore -------------------------------------------------------------------------------------

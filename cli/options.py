@@ -99,10 +99,10 @@ snapshot_options = bundle(
 summary_options = bundle(
     click.option(
         "--lang",
-        type=click.Choice(["zh", "en"]),
-        default="zh",
-        show_default=True,
-        help="Language of the summary prompt and the acknowledgement.",
+        type=click.Choice(["auto", "zh", "en"]),
+        help="Language of the prompt, the summary's headings and the acknowledgement. auto: the "
+        "user's (Chinese for a Chinese conversation, else English; Chinese with --compat "
+        "bareagent) [default: auto; env CTXPACK_LANG; config key lang].",
     ),
     click.option(
         "--instructions", metavar="TEXT", help="Your own focus, added to the system prompt."
