@@ -412,6 +412,13 @@ def test_corpus_auto_meets_the_bar(path: Path) -> None:
     assert figures.first_quoted
     assert figures.second_status == "compacted"
     assert figures.carried == figures.carried_of
+    # issue 10: what an agent can act on
+    assert figures.boilerplate == (), figures.boilerplate
+    assert figures.latest_quoted
+    assert figures.first_labels == 1
+    assert figures.continues and figures.next_step
+    assert figures.work_lines > 0
+    assert figures.ok
 
 
 def test_size_bound() -> None:
