@@ -75,7 +75,7 @@ class Output:
             recursive=options["recursive"],
             globs=tuple(options["globs"]) or DEFAULT_GLOBS,
             jobs=options["jobs"],
-            max_concurrency=options["max_concurrency"],
+            max_concurrency=options.get("max_concurrency", defaults.MAX_CONCURRENCY),
             dry_run=options["dry_run"],
             fail_fast=options["fail_fast"],
             json_report=options["json_report"],
