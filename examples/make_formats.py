@@ -49,9 +49,8 @@ def to_openai(messages: list[dict]) -> list[dict]:
             )
             continue
         for result in results:
-            converted.append(
-                {"role": "tool", "tool_call_id": result["tool_use_id"], "content": result["content"]}
-            )
+            call_id, output = result["tool_use_id"], result["content"]
+            converted.append({"role": "tool", "tool_call_id": call_id, "content": output})
         if texts:
             converted.append({"role": "user", "content": "\n".join(texts)})
     return converted
