@@ -11,7 +11,7 @@ import subprocess
 import click
 import pytest
 from click.testing import CliRunner
-from helpers import CTXPACK, run
+from helpers import CTXPACK, REPO, run
 
 from cli.exit_codes import TABLE, ExitStatus
 from cli.main import cli
@@ -50,6 +50,19 @@ def help_text(*command: str) -> str:
 def table_rows(text: str) -> dict[int, str]:
     after = text.split("Exit status:", 1)[1]
     return {int(m[1]): m[2].strip() for m in map(ROW.match, after.splitlines()) if m}
+
+
+def readme_rows() -> dict[int, str]:
+    """The table of the README, which is the spec's (the spec itself is not in the repository)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Exit status", 1)[1]
+    rows = re.findall(r"^ *\| (\d+) \| (.+?) \|$", section, flags=re.M)
+    return {int(code): meaning.replace("`", "") for code, meaning in rows}
+
+
+def test_the_table_is_the_readmes() -> None:
+    assert len(readme_rows()) == 10
+    assert table_rows(TABLE) == readme_rows()
 
 
 def test_every_status_has_a_name() -> None:
