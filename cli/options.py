@@ -11,6 +11,15 @@ from compactor_core import defaults
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
+EXIT_POINTER = "Exit statuses, environment variables, completion: see 'ctxpack --help'."
+
+
+def epilog(*examples: str) -> str:
+    """A subcommand's epilog: its examples (kept as written: "\b" stops click re-wrapping them),
+    then a pointer to the one exit-status table, in ``ctxpack --help``."""
+    lines = "\n".join(f"  {example}" for example in examples)
+    return f"\b\nExamples:\n{lines}\n\n{EXIT_POINTER}"
+
 
 def bundle(*decorators: Decorator) -> Decorator:
     def apply(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -82,6 +91,7 @@ micro_options = bundle(
         "--min-chars",
         type=click.IntRange(min=0),
         default=0,
+        show_default=True,
         help="Leave tool results shorter than this alone.",
     ),
 )
@@ -116,6 +126,7 @@ snapshot_options = bundle(
         default=defaults.TRANSCRIPT_DIR,
         show_default=True,
         envvar="CTXPACK_TRANSCRIPT_DIR",
+        show_envvar=True,
         help="Where transcript snapshots are saved.",
     ),
     click.option(
@@ -123,6 +134,7 @@ snapshot_options = bundle(
         default=defaults.SESSION_ID,
         show_default=True,
         envvar="CTXPACK_SESSION_ID",
+        show_envvar=True,
         help="Session id in snapshot names ([A-Za-z0-9._:@+-], 1-128 characters).",
     ),
     click.option("--no-transcript", is_flag=True, help="Save no transcript snapshots."),
@@ -131,10 +143,10 @@ snapshot_options = bundle(
 summary_options = bundle(
     click.option(
         "--lang",
-        type=click.Choice(["zh", "en"]),
-        default="zh",
-        show_default=True,
-        help="Language of the summary prompt and the acknowledgement.",
+        type=click.Choice(["auto", "zh", "en"]),
+        help="Language of the prompt, the summary's headings and the acknowledgement. auto: the "
+        "user's (Chinese for a Chinese conversation, else English; Chinese with --compat "
+        "bareagent) [default: auto; env CTXPACK_LANG; config key lang].",
     ),
     click.option(
         "--instructions", metavar="TEXT", help="Your own focus, added to the system prompt."
@@ -166,20 +178,30 @@ provider_options = bundle(
         type=click.Choice(["extractive", "openai", "anthropic", "command"]),
         help="Who writes the summary [default: extractive, offline; env CTXPACK_PROVIDER].",
     ),
-    click.option("--model", help="Model name for a network provider [env CTXPACK_MODEL]."),
-    click.option("--base-url", help="API base URL [env OPENAI_BASE_URL / ANTHROPIC_BASE_URL]."),
+    click.option(
+        "--model",
+        help="Model name for a network provider [default: the provider's; env CTXPACK_MODEL].",
+    ),
+    click.option(
+        "--base-url",
+        help="API base URL [default: the provider's; env CTXPACK_BASE_URL, then "
+        "OPENAI_BASE_URL / ANTHROPIC_BASE_URL].",
+    ),
     click.option(
         "--timeout",
         type=click.FloatRange(min=0),
-        help="Seconds per request, 0 for no limit [default: 60].",
+        help="Seconds per request, 0 for no limit [default: 60; env CTXPACK_TIMEOUT].",
     ),
     click.option(
-        "--retries", type=click.IntRange(min=0), help="Retries on 429, 5xx and connection errors."
+        "--retries",
+        type=click.IntRange(min=0),
+        help="Retries on 429, 5xx and connection errors [default: 2; env CTXPACK_RETRIES].",
     ),
     click.option(
         "--command",
         metavar="CMD",
-        help="provider command: the program to run (split like a shell, never run by one).",
+        help="provider command: the program to run (split like a shell, never run by one) "
+        "[env CTXPACK_COMMAND].",
     ),
 )
 
@@ -206,13 +228,6 @@ batch_options = bundle(
         type=click.IntRange(min=1),
         help="Worker processes for a batch [default: the number of cores].",
     ),
-    click.option(
-        "--max-concurrency",
-        type=click.IntRange(min=1),
-        default=defaults.MAX_CONCURRENCY,
-        show_default=True,
-        help="Summary requests in flight at once when a model writes the summaries.",
-    ),
     click.option("--dry-run", is_flag=True, help="Report what would change; write nothing."),
     click.option(
         "--fail-fast",
@@ -220,6 +235,15 @@ batch_options = bundle(
         help="Start no new file after one fails (files in progress finish).",
     ),
     click.option("--json", "json_report", is_flag=True, help="Print a JSON report on stdout."),
+)
+
+# Only for the commands that may call a model (micro never does).
+concurrency_option = click.option(
+    "--max-concurrency",
+    type=click.IntRange(min=1),
+    default=defaults.MAX_CONCURRENCY,
+    show_default=True,
+    help="Summary requests in flight at once in a batch when a model writes the summaries.",
 )
 
 summarizing_options = bundle(
@@ -230,5 +254,6 @@ summarizing_options = bundle(
     provider_options,
     output_options,
     batch_options,
+    concurrency_option,
     snapshot_options,
 )

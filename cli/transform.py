@@ -79,7 +79,7 @@ class Output:
             recursive=options["recursive"],
             globs=tuple(options["globs"]) or DEFAULT_GLOBS,
             jobs=options["jobs"],
-            max_concurrency=options["max_concurrency"],
+            max_concurrency=options.get("max_concurrency", defaults.MAX_CONCURRENCY),
             dry_run=options["dry_run"],
             fail_fast=options["fail_fast"],
             json_report=options["json_report"],
@@ -244,7 +244,8 @@ def _stats_line(report: FileReport) -> str:
     parts = [f"{report.truncated} tool results truncated"]
     if report.summary != "not run":
         parts.append(f"summary: {report.summary}")
-    parts.append(f"tokens {report.tokens_before} -> {report.tokens_after}")
+    most = "at most " if report.summary == "would run" else ""  # a dry run asks no model
+    parts.append(f"tokens {report.tokens_before} -> {most}{report.tokens_after}")
     return f"{report.label}: " + ", ".join(parts)
 
 
@@ -254,7 +255,8 @@ def _summary_line(done: list[FileReport], total: int, dry_run: bool) -> str:
     before = sum(report.tokens_before or 0 for report in done if not report.error)
     after = sum(report.tokens_after or 0 for report in done if not report.error)
     verb = "would change" if dry_run else "changed"
-    line = f"{total} files, {changed} {verb}, {failed} failed, tokens {before} -> {after}"
+    most = "at most " if any(report.summary == "would run" for report in done) else ""
+    line = f"{total} files, {changed} {verb}, {failed} failed, tokens {before} -> {most}{after}"
     if len(done) < total:
         line += f" ({total - len(done)} not done)"
     return line
