@@ -95,15 +95,37 @@ def main() -> None:
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; use with --threshold.")
 @click.option("--json", "as_json", is_flag=True, help="Print a breakdown per role and per tool.")
+@options.recursive_option
+@options.glob_option
+@click.option(
+    "--summary",
+    is_flag=True,
+    help="Corpus statistics instead: files, total, mean, p50/p90/p99, max, the 10 largest.",
+)
+@options.jobs_option
+@options.engine_options
 def estimate(
-    files: tuple[str, ...], compat: str, threshold: int | None, quiet: bool, as_json: bool
+    files: tuple[str, ...],
+    compat: str,
+    threshold: int | None,
+    quiet: bool,
+    as_json: bool,
+    **listing: Any,
 ) -> None:
     """Print the estimated token count of a conversation (a fast heuristic, not a tokenizer)."""
     from compactor_core.estimate import breakdown, estimate
     from compactor_core.formats import dumps
 
-    names = io.input_names(files)
     bareagent = compat == "bareagent"
+    if listing["summary"]:
+        from .corpus import summarize
+
+        return summarize(io.input_names(files), bareagent, as_json, **listing)
+    names = io.input_names(files)
+    if listing["recursive"]:
+        from .corpus import expand
+
+        names = expand(names, listing["globs"])
     any_over = False
     for name in names:
         conversation = io.read_input(name).parse()

@@ -78,6 +78,7 @@ class FileReport:
     tokens_before: int | None = None
     tokens_after: int | None = None
     written: str | None = None  # the folder a file was written into (its fsync may wait)
+    skipped: bool = False  # its output was already current (a re-run on object storage)
 
     @classmethod
     def of(cls, label: str, outcome: Outcome, written: Path | None = None) -> FileReport:
