@@ -200,7 +200,7 @@ def _report(
             stop.set()
     listed = total is None
     total = len(done) if total is None else total
-    if listed or total > 1 or out.stats or out.dry_run:
+    if total > 1 or out.stats or out.dry_run:
         stopped = " (stopped: the rest not started)" if listed and stop.is_set() else ""
         io.warn(_summary_line(done, total, out.dry_run) + stopped)
     if out.json_report:

@@ -80,7 +80,8 @@ def translated(name: str, writing: bool = False) -> Iterator[None]:
     except CtxpackError:
         raise
     except FileNotFoundError:
-        raise error_type(f"{name}: no such file" + (" or bucket" if writing else "")) from None
+        missing = "cannot write: no such bucket or folder" if writing else "no such file"
+        raise error_type(f"{name}: {missing}") from None
     except IsADirectoryError:
         raise InputUnreadable(f"{name}: is a directory (add --recursive)") from None
     except PermissionError:
@@ -122,8 +123,6 @@ def read(name: str) -> bytes:
         return SourceFile.read(Path(name)).data
     with translated(name):
         fs, path = filesystem(name)
-        if fs.isdir(path):
-            raise IsADirectoryError(name)
         return fs.cat_file(path)
 
 
@@ -193,6 +192,8 @@ def _folders(fs: Any, base: str) -> Iterator[dict[str, Any]]:
 def write(name: str | Path, data: bytes, metadata: Mapping[str, str] | None = None) -> None:
     """Write ``data`` to ``name`` whole or not at all; ``metadata`` is kept with an S3 object."""
     if not is_url(name):
+        with translated(str(name), writing=True):
+            Path(name).parent.mkdir(parents=True, exist_ok=True)
         atomic_write(Path(name), data)
         return
     name = str(name)
