@@ -1,4 +1,4 @@
-"""The exit statuses: one table, the spec's, shown as a table in every command's --help."""
+"""The exit statuses: one table, the README's (SPEC §6), shown as a table in each --help."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 from click.testing import CliRunner
-from helpers import SHARED
+from helpers import REPO
 
 from cli.exit_codes import TABLE, ExitStatus
 from cli.main import cli
@@ -20,8 +20,10 @@ def table_rows(text: str) -> dict[int, str]:
 
 
 def spec_rows() -> dict[int, str]:
-    spec = (SHARED / "SPEC.md").read_text(encoding="utf-8")
-    rows = re.findall(r"^ *\| (\d+) \| (.+?) \|$", spec, flags=re.M)
+    """The table of the README, which is the spec's (the spec itself is not in the repository)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Exit status", 1)[1]
+    rows = re.findall(r"^ *\| (\d+) \| (.+?) \|$", section, flags=re.M)
     return {int(code): meaning.replace("`", "") for code, meaning in rows}
 
 
