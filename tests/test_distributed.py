@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -400,3 +401,13 @@ def test_estimate_summary_is_computed_on_the_workers(
         f"total   {sum(tokens)}",
         f"mean    {round(sum(tokens) / 41, 1)}",
     ]
+
+
+def test_the_plain_cli_imports_no_extra_at_start_up() -> None:
+    code = (
+        "import sys, cli.main, cli.transform, cli.scale, compactor_core.distributed\n"
+        "extras = ('fsspec', 's3fs', 'botocore', 'aiobotocore', 'dask', 'distributed')\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & set(extras)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
