@@ -156,6 +156,15 @@ def main() -> None:
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; use with --threshold.")
 @click.option("--json", "as_json", is_flag=True, help="Print a breakdown per role and per tool.")
+@options.recursive_option
+@options.glob_option
+@click.option(
+    "--summary",
+    is_flag=True,
+    help="Corpus statistics instead: files, total, mean, p50/p90/p99, max, the 10 largest.",
+)
+@options.jobs_option
+@options.engine_options
 def estimate(
     files: tuple[str, ...],
     compat: str,
@@ -163,6 +172,7 @@ def estimate(
     threshold: int | None,
     quiet: bool,
     as_json: bool,
+    **listing: Any,
 ) -> None:
     """Print the estimated token count of a conversation (a fast heuristic, not a tokenizer).
 
@@ -173,8 +183,16 @@ def estimate(
 
     from . import agent_files
 
-    names = io.input_names(files)
     bareagent = compat == "bareagent"
+    if listing["summary"]:
+        from .corpus import summarize
+
+        return summarize(io.input_names(files), bareagent, as_json, **listing)
+    names = io.input_names(files)
+    if listing["recursive"]:
+        from .corpus import expand
+
+        names = expand(names, listing["globs"])
     any_over = False
     for name in names:
         with agent_files.opened(name, format_name) as given:

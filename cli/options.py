@@ -205,29 +205,49 @@ provider_options = bundle(
     ),
 )
 
+recursive_option = click.option(
+    "-r", "--recursive", is_flag=True, help="Folders among the inputs: do their files too."
+)
+glob_option = click.option(
+    "--glob",
+    "globs",
+    multiple=True,
+    metavar="PATTERN",
+    help="Which files in folders (repeatable) [default: *.json, *.jsonl].",
+)
+jobs_option = click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    help="Worker processes for a batch [default: the number of cores].",
+)
+
+# Beyond one machine (docs/scaling.md): inputs and outputs may also be URLs (s3://bucket/prefix/).
+engine_options = bundle(
+    click.option(
+        "--engine",
+        type=click.Choice(["local", "dask"]),
+        help="Where a batch runs: local processes, or a Dask cluster of -j workers started "
+        "here to try it out [default: local; dask with --scheduler].",
+    ),
+    click.option(
+        "--scheduler",
+        metavar="tcp://HOST:PORT",
+        help="Run the batch on the Dask cluster of this scheduler (needs ctxpack[dask]).",
+    ),
+)
+
 batch_options = bundle(
-    click.option(
-        "-r", "--recursive", is_flag=True, help="Folders among the inputs: do their files too."
-    ),
-    click.option(
-        "--glob",
-        "globs",
-        multiple=True,
-        metavar="PATTERN",
-        help="Which files in folders (repeatable) [default: *.json, *.jsonl].",
-    ),
+    recursive_option,
+    glob_option,
     click.option(
         "-O",
         "--output-dir",
         type=click.Path(file_okay=False),
-        help="Write results here, mirroring the folders, instead of over the inputs.",
+        help="Write results here (a folder or URL), mirroring the folders, not over the inputs.",
     ),
-    click.option(
-        "-j",
-        "--jobs",
-        type=click.IntRange(min=1),
-        help="Worker processes for a batch [default: the number of cores].",
-    ),
+    jobs_option,
+    engine_options,
     click.option("--dry-run", is_flag=True, help="Report what would change; write nothing."),
     click.option(
         "--fail-fast",
