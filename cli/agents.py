@@ -12,12 +12,17 @@ from typing import Any
 import click
 
 from . import io, options
-from .exit_codes import TABLE, ExitStatus, status_for
+from .exit_codes import ExitStatus, status_for
 
 # --- check ---------------------------------------------------------------------------------------
 
 
-@click.command(epilog=TABLE)
+@click.command(
+    epilog=options.epilog(
+        "ctxpack check ~/.claude/projects/-home-me-app/SESSION.jsonl",
+        "ctxpack check --json rollout-*.jsonl | jq .problems",
+    )
+)
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @options.format_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per file, for scripts.")
@@ -106,7 +111,12 @@ def _check_lines(report: dict[str, Any]) -> list[str]:
 # --- sessions ------------------------------------------------------------------------------------
 
 
-@click.command(epilog=TABLE)
+@click.command(
+    epilog=options.epilog(
+        "ctxpack sessions --over 100000                 # the ones worth shrinking",
+        "ctxpack sessions --agent codex --json",
+    )
+)
 @click.option(
     "--agent",
     type=click.Choice(["claude", "codex"]),

@@ -50,6 +50,11 @@ def read_input(name: str) -> Input:
             if sys.stdin is None:
                 raise InputUnreadable("<stdin>: standard input is closed")
             return Input(name, sys.stdin.buffer.read())
+        if "://" in name:  # a URL (s3://bucket/key): read through fsspec, imported only then
+            from compactor_core.storage import is_url, read
+
+            if is_url(name):
+                return Input(name, read(name))
         return Input(name, Path(name).read_bytes())
     except FileNotFoundError:
         raise InputUnreadable(f"{name}: no such file") from None

@@ -33,6 +33,9 @@ class CtxpackGroup(click.Group):
             return super().main(*args, standalone_mode=False, **kwargs)
         try:
             status = super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.NoArgsIsHelpError as error:  # bare `ctxpack`: what there is
+            click.echo(_short_usage(error.ctx), err=True, nl=False)
+            sys.exit(ExitStatus.USAGE)
         except click.UsageError as error:  # one line, not click's usage block
             command = error.ctx.command_path if error.ctx else "ctxpack"
             io.warn(f"{error.format_message()} (see '{command} --help')")
@@ -62,14 +65,60 @@ class CtxpackGroup(click.Group):
             ctx.exit(ExitStatus.INTERRUPTED)
 
 
+def _short_usage(ctx: click.Context) -> str:
+    """The usage line and the command list: what a bare ``ctxpack`` prints."""
+    formatter = ctx.make_formatter()
+    ctx.command.format_usage(ctx, formatter)
+    if isinstance(ctx.command, click.Group):
+        ctx.command.format_commands(ctx, formatter)
+    formatter.write_paragraph()
+    formatter.write_text(f"Try '{ctx.command_path} --help' for options, examples and more.")
+    return formatter.getvalue()
+
+
 def _silence_stdout() -> None:
     # Python would complain again when it flushes stdout at exit; point it at /dev/null.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
 
 
+EXAMPLES = """\
+\b
+Examples:
+  ctxpack estimate session.json                   # one number: the estimated tokens
+  ctxpack auto session.json > smaller.json        # micro always, a summary when over 50000
+  cat request.json | ctxpack auto | curl -d @- …  # on every agent turn
+  ctxpack auto --in-place -r ~/agent-sessions     # a folder, originals kept as snapshots
+  ctxpack CMD --help                              # each command's options and examples"""
+
+ENVIRONMENT = """\
+\b
+Environment (a flag wins over its variable, a variable over the config file):
+  CTXPACK_LANG             --lang: auto, zh or en
+  CTXPACK_PROVIDER         --provider
+  CTXPACK_MODEL            --model
+  CTXPACK_BASE_URL         --base-url (then OPENAI_BASE_URL or ANTHROPIC_BASE_URL)
+  CTXPACK_TIMEOUT          --timeout
+  CTXPACK_RETRIES          --retries
+  CTXPACK_COMMAND          --command
+  CTXPACK_TRANSCRIPT_DIR   --transcript-dir
+  CTXPACK_SESSION_ID       --session-id
+  CTXPACK_CONFIG           the config file [default: ~/.config/ctxpack/config.toml]
+  OPENAI_API_KEY           API keys: only ever from the environment
+  ANTHROPIC_API_KEY"""
+
+COMPLETION = """\
+\b
+Shell completion (add the line to your shell's start-up file):
+  bash  eval "$(_CTXPACK_COMPLETE=bash_source ctxpack)"
+  zsh   eval "$(_CTXPACK_COMPLETE=zsh_source ctxpack)"
+  fish  _CTXPACK_COMPLETE=fish_source ctxpack | source"""
+
+
 @click.group(
-    cls=CtxpackGroup, epilog=TABLE, context_settings={"help_option_names": ["-h", "--help"]}
+    cls=CtxpackGroup,
+    epilog="\n\n".join([EXAMPLES, ENVIRONMENT, COMPLETION, TABLE]),
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 @click.version_option(package_name="ctxpack")
 def cli() -> None:
@@ -87,7 +136,14 @@ def main() -> None:
 # --- estimate ------------------------------------------------------------------------------------
 
 
-@cli.command(epilog=TABLE)
+@cli.command(
+    epilog=options.epilog(
+        "ctxpack estimate session.json                  # -> 48213",
+        "ctxpack estimate --json session.json           # per role, per tool",
+        "ctxpack estimate a.json b.jsonl                # N<TAB>file per line",
+        "if ctxpack estimate -q --over 50000 session.json; then ctxpack auto -i session.json; fi",
+    )
+)
 @options.files_argument
 @options.compat_option
 @options.format_option
@@ -100,12 +156,16 @@ def main() -> None:
     help="Exit 0 if the estimate is greater than N, else 1 (like grep).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; use with --threshold.")
+@click.option("--json", "as_json", is_flag=True, help="Print a breakdown per role and per tool.")
+@options.recursive_option
+@options.glob_option
 @click.option(
-    "--json",
-    "as_json",
+    "--summary",
     is_flag=True,
-    help="Print a breakdown per role and per tool (with --tokenizer: the heuristic beside it).",
+    help="Corpus statistics instead: files, total, mean, p50/p90/p99, max, the 10 largest.",
 )
+@options.jobs_option
+@options.engine_options
 @options.tokenizer_option
 def estimate(
     files: tuple[str, ...],
@@ -115,6 +175,7 @@ def estimate(
     quiet: bool,
     as_json: bool,
     tokenizer: str | None,
+    **listing: Any,
 ) -> None:
     """Print the token count of a conversation: a fast heuristic, or exact with --tokenizer.
 
@@ -126,8 +187,16 @@ def estimate(
     from . import agent_files
 
     counter = _counter(tokenizer)
-    names = io.input_names(files)
     bareagent = compat == "bareagent"
+    if listing["summary"]:
+        from .corpus import summarize
+
+        return summarize(io.input_names(files), bareagent, as_json, **listing)
+    names = io.input_names(files)
+    if listing["recursive"]:
+        from .corpus import expand
+
+        names = expand(names, listing["globs"])
     any_over = False
     for name in names:
         with agent_files.opened(name, format_name) as given:
@@ -183,7 +252,13 @@ def _beside(heuristic: int, exact: int) -> dict[str, Any]:
 # --- micro, full, auto ---------------------------------------------------------------------------
 
 
-@cli.command(epilog=TABLE)
+@cli.command(
+    epilog=options.epilog(
+        "ctxpack micro session.json > smaller.json",
+        "ctxpack micro --keep-recent 1 --exclude-tool Read session.json",
+        "ctxpack micro --in-place -r ~/agent-sessions --stats",
+    )
+)
 @options.files_argument
 @options.micro_options
 @options.session_options
@@ -202,7 +277,15 @@ def micro(files: tuple[str, ...], **settings: Any) -> None:
     transform(files, job, Output.from_options(settings), ProviderSettings())
 
 
-@cli.command(epilog=TABLE)
+@cli.command(
+    epilog=options.epilog(
+        "ctxpack full session.json -o compacted.json    # offline, built-in summarizer",
+        "ctxpack full --lang en --instructions 'keep the API decisions' session.json",
+        "ANTHROPIC_API_KEY=… ctxpack full --provider anthropic session.json",
+        "ctxpack full --provider openai --base-url http://localhost:11434/v1 "
+        "--model llama3.2 session.json",
+    )
+)
 @options.files_argument
 @options.summarizing_options
 def full(files: tuple[str, ...], **settings: Any) -> None:
@@ -213,7 +296,13 @@ def full(files: tuple[str, ...], **settings: Any) -> None:
     _summarizing("full", files, settings)
 
 
-@cli.command(epilog=TABLE)
+@cli.command(
+    epilog=options.epilog(
+        "cat request.json | ctxpack auto | curl -d @- …  # on every agent turn",
+        "ctxpack auto --threshold 20000 --stats session.json",
+        "ctxpack auto --in-place -r ~/agent-sessions -j 4 --dry-run --stats",
+    )
+)
 @options.files_argument
 @click.option(
     "--threshold",
@@ -240,13 +329,14 @@ def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, A
     from compactor_core.full import FullSettings
     from compactor_core.pipeline import Job
 
-    from .config import environment, resolve_provider
+    from .config import environment, resolve_lang, resolve_provider
     from .transform import Output, transform
 
     compat = settings["compat"] == "bareagent"
     tokenizer = _counter(settings["tokenizer"]).name  # an unknown name fails before any work
+    environ = environment()
     full_settings = FullSettings(
-        lang=settings["lang"],
+        lang=resolve_lang(settings["lang"], environ),
         instructions=settings["instructions"],
         max_tokens=settings["max_tokens"],
         max_prompt_tokens=settings["max_prompt_tokens"],
@@ -263,7 +353,7 @@ def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, A
         tokenizer=tokenizer,
     )
     out = Output.from_options(settings)
-    transform(files, job, out, resolve_provider(settings, environment()))
+    transform(files, job, out, resolve_provider(settings, environ))
 
 
 # --- restore -------------------------------------------------------------------------------------

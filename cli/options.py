@@ -11,6 +11,15 @@ from compactor_core import defaults
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
+EXIT_POINTER = "Exit statuses, environment variables, completion: see 'ctxpack --help'."
+
+
+def epilog(*examples: str) -> str:
+    """A subcommand's epilog: its examples (kept as written: "\b" stops click re-wrapping them),
+    then a pointer to the one exit-status table, in ``ctxpack --help``."""
+    lines = "\n".join(f"  {example}" for example in examples)
+    return f"\b\nExamples:\n{lines}\n\n{EXIT_POINTER}"
+
 
 def bundle(*decorators: Decorator) -> Decorator:
     def apply(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -90,6 +99,7 @@ micro_options = bundle(
         "--min-chars",
         type=click.IntRange(min=0),
         default=0,
+        show_default=True,
         help="Leave tool results shorter than this alone.",
     ),
 )
@@ -124,6 +134,7 @@ snapshot_options = bundle(
         default=defaults.TRANSCRIPT_DIR,
         show_default=True,
         envvar="CTXPACK_TRANSCRIPT_DIR",
+        show_envvar=True,
         help="Where transcript snapshots are saved.",
     ),
     click.option(
@@ -131,6 +142,7 @@ snapshot_options = bundle(
         default=defaults.SESSION_ID,
         show_default=True,
         envvar="CTXPACK_SESSION_ID",
+        show_envvar=True,
         help="Session id in snapshot names ([A-Za-z0-9._:@+-], 1-128 characters).",
     ),
     click.option("--no-transcript", is_flag=True, help="Save no transcript snapshots."),
@@ -139,10 +151,10 @@ snapshot_options = bundle(
 summary_options = bundle(
     click.option(
         "--lang",
-        type=click.Choice(["zh", "en"]),
-        default="zh",
-        show_default=True,
-        help="Language of the summary prompt and the acknowledgement.",
+        type=click.Choice(["auto", "zh", "en"]),
+        help="Language of the prompt, the summary's headings and the acknowledgement. auto: the "
+        "user's (Chinese for a Chinese conversation, else English; Chinese with --compat "
+        "bareagent) [default: auto; env CTXPACK_LANG; config key lang].",
     ),
     click.option(
         "--instructions", metavar="TEXT", help="Your own focus, added to the system prompt."
@@ -174,53 +186,76 @@ provider_options = bundle(
         type=click.Choice(["extractive", "openai", "anthropic", "command"]),
         help="Who writes the summary [default: extractive, offline; env CTXPACK_PROVIDER].",
     ),
-    click.option("--model", help="Model name for a network provider [env CTXPACK_MODEL]."),
-    click.option("--base-url", help="API base URL [env OPENAI_BASE_URL / ANTHROPIC_BASE_URL]."),
+    click.option(
+        "--model",
+        help="Model name for a network provider [default: the provider's; env CTXPACK_MODEL].",
+    ),
+    click.option(
+        "--base-url",
+        help="API base URL [default: the provider's; env CTXPACK_BASE_URL, then "
+        "OPENAI_BASE_URL / ANTHROPIC_BASE_URL].",
+    ),
     click.option(
         "--timeout",
         type=click.FloatRange(min=0),
-        help="Seconds per request, 0 for no limit [default: 60].",
+        help="Seconds per request, 0 for no limit [default: 60; env CTXPACK_TIMEOUT].",
     ),
     click.option(
-        "--retries", type=click.IntRange(min=0), help="Retries on 429, 5xx and connection errors."
+        "--retries",
+        type=click.IntRange(min=0),
+        help="Retries on 429, 5xx and connection errors [default: 2; env CTXPACK_RETRIES].",
     ),
     click.option(
         "--command",
         metavar="CMD",
-        help="provider command: the program to run (split like a shell, never run by one).",
+        help="provider command: the program to run (split like a shell, never run by one) "
+        "[env CTXPACK_COMMAND].",
+    ),
+)
+
+recursive_option = click.option(
+    "-r", "--recursive", is_flag=True, help="Folders among the inputs: do their files too."
+)
+glob_option = click.option(
+    "--glob",
+    "globs",
+    multiple=True,
+    metavar="PATTERN",
+    help="Which files in folders (repeatable) [default: *.json, *.jsonl].",
+)
+jobs_option = click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    help="Worker processes for a batch [default: the number of cores].",
+)
+
+# Beyond one machine (docs/scaling.md): inputs and outputs may also be URLs (s3://bucket/prefix/).
+engine_options = bundle(
+    click.option(
+        "--engine",
+        type=click.Choice(["local", "dask"]),
+        help="Where a batch runs: local processes, or a Dask cluster of -j workers started "
+        "here to try it out [default: local; dask with --scheduler].",
+    ),
+    click.option(
+        "--scheduler",
+        metavar="tcp://HOST:PORT",
+        help="Run the batch on the Dask cluster of this scheduler (needs ctxpack[dask]).",
     ),
 )
 
 batch_options = bundle(
-    click.option(
-        "-r", "--recursive", is_flag=True, help="Folders among the inputs: do their files too."
-    ),
-    click.option(
-        "--glob",
-        "globs",
-        multiple=True,
-        metavar="PATTERN",
-        help="Which files in folders (repeatable) [default: *.json, *.jsonl].",
-    ),
+    recursive_option,
+    glob_option,
     click.option(
         "-O",
         "--output-dir",
         type=click.Path(file_okay=False),
-        help="Write results here, mirroring the folders, instead of over the inputs.",
+        help="Write results here (a folder or URL), mirroring the folders, not over the inputs.",
     ),
-    click.option(
-        "-j",
-        "--jobs",
-        type=click.IntRange(min=1),
-        help="Worker processes for a batch [default: the number of cores].",
-    ),
-    click.option(
-        "--max-concurrency",
-        type=click.IntRange(min=1),
-        default=defaults.MAX_CONCURRENCY,
-        show_default=True,
-        help="Summary requests in flight at once when a model writes the summaries.",
-    ),
+    jobs_option,
+    engine_options,
     click.option("--dry-run", is_flag=True, help="Report what would change; write nothing."),
     click.option(
         "--fail-fast",
@@ -228,6 +263,15 @@ batch_options = bundle(
         help="Start no new file after one fails (files in progress finish).",
     ),
     click.option("--json", "json_report", is_flag=True, help="Print a JSON report on stdout."),
+)
+
+# Only for the commands that may call a model (micro never does).
+concurrency_option = click.option(
+    "--max-concurrency",
+    type=click.IntRange(min=1),
+    default=defaults.MAX_CONCURRENCY,
+    show_default=True,
+    help="Summary requests in flight at once in a batch when a model writes the summaries.",
 )
 
 summarizing_options = bundle(
@@ -239,5 +283,6 @@ summarizing_options = bundle(
     provider_options,
     output_options,
     batch_options,
+    concurrency_option,
     snapshot_options,
 )

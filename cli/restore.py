@@ -11,8 +11,8 @@ import click
 from compactor_core import defaults
 from compactor_core.errors import CtxpackError
 
-from . import io
-from .exit_codes import TABLE, ExitStatus, combined, status_for
+from . import io, options
+from .exit_codes import ExitStatus, combined, status_for
 
 if TYPE_CHECKING:
     from compactor_core.restore import Choice
@@ -23,11 +23,24 @@ if TYPE_CHECKING:
 _MESSAGE_SHAPES = (None, "array", "envelope", "jsonl")
 
 
-@click.command(epilog=TABLE)
+@click.command(
+    epilog=options.epilog(
+        "ctxpack restore session.json                   # the original of the last --in-place",
+        "ctxpack restore --list",
+        "ctxpack restore --session-id my-session > back.json",
+        "ctxpack restore --prune --keep 5 --older-than 30d",
+    )
+)
 @click.argument("files", nargs=-1, metavar="[FILE]...")
 @click.option("--session-id", help="Print this session's newest original as a JSON array.")
 @click.option("--result", is_flag=True, help="The newest result instead of the original.")
-@click.option("--nth", type=click.IntRange(min=1), default=1, help="The Nth newest (1: newest).")
+@click.option(
+    "--nth",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="The Nth newest (1: newest).",
+)
 @click.option("--at", metavar="TIME", help="The snapshot taken at TIME, as --list shows it.")
 @click.option("--list", "list_snapshots", is_flag=True, help="List snapshots, newest first.")
 @click.option("--json", "as_json", is_flag=True, help="With --list: a JSON array.")

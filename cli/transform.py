@@ -34,8 +34,9 @@ from compactor_core.formats import dump, dumps
 from compactor_core.providers.base import Summarizer
 from compactor_core.providers.registry import ProviderSettings, build_provider
 from compactor_core.snapshots import SnapshotStore, check_session_id
+from compactor_core.storage import ObjectSnapshotStore, is_url, snapshot_store, write
 
-from . import agent_files, io
+from . import agent_files, io, scale
 from .exit_codes import ExitStatus, status_for
 
 
@@ -50,7 +51,7 @@ class Output:
     backup: str | None = None
     stats: bool = False
     strict: bool = False
-    snapshots: SnapshotStore | None = None
+    snapshots: SnapshotStore | ObjectSnapshotStore | None = None
     session_id: str = defaults.SESSION_ID
     recursive: bool = False
     globs: tuple[str, ...] = DEFAULT_GLOBS
@@ -60,12 +61,14 @@ class Output:
     fail_fast: bool = False
     json_report: bool = False
     sessions: SessionSettings = field(default_factory=SessionSettings)  # agents' session files
+    engine: str | None = None  # local | dask; None: local, or dask when a scheduler is named
+    scheduler: str | None = None
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> Output:
         snapshots = None
         if not options["no_transcript"]:
-            snapshots = SnapshotStore(Path(options["transcript_dir"]))
+            snapshots = snapshot_store(options["transcript_dir"])
         return cls(
             output=options["output"],
             in_place=options["in_place"],
@@ -79,7 +82,7 @@ class Output:
             recursive=options["recursive"],
             globs=tuple(options["globs"]) or DEFAULT_GLOBS,
             jobs=options["jobs"],
-            max_concurrency=options["max_concurrency"],
+            max_concurrency=options.get("max_concurrency", defaults.MAX_CONCURRENCY),
             dry_run=options["dry_run"],
             fail_fast=options["fail_fast"],
             json_report=options["json_report"],
@@ -89,6 +92,8 @@ class Output:
                 options["force"],
                 now=datetime.now(UTC),
             ),
+            engine=options.get("engine"),
+            scheduler=options.get("scheduler"),
         )
 
     @property
@@ -160,7 +165,7 @@ def _stream_messages(
     outcome = pipeline.run(job, given.parse(), context)
     data = dump(outcome.conversation, out.pretty)
     if out.output and out.output != io.STDIN:
-        atomic_write(Path(out.output), data)
+        (write if is_url(out.output) else atomic_write)(out.output, data)
     else:
         io.write_stdout(data)
     return FileReport.of(io.label(name), outcome), outcome.snapshots
@@ -172,24 +177,48 @@ def _stream_messages(
 def _batch(
     names: tuple[str, ...], job: pipeline.Job, out: Output, provider: ProviderSettings
 ) -> None:
+    stop = threading.Event()  # --fail-fast: start nothing more, report what is in progress
+    if scale.wanted(names, out):  # URLs or a Dask cluster: the inputs are listed as they go
+        settings = _batch_settings(job, out, many_files=True)
+        _report(scale.reports(names, settings, provider, out, stop), None, job, out, stop)
+        return
     output_dir = Path(out.output_dir) if out.output_dir else None
     skip = [out.snapshots.directory] if out.snapshots else []
     targets = find_targets(names, out.recursive, out.globs, output_dir, skip)
     if not out.dry_run:  # a dry run writes (and deletes) nothing
         clean_up_after_killed_runs(targets, skip)
-    settings = BatchSettings(
-        replace(job, measure=out.stats or out.json_report or out.dry_run or len(targets) > 1),
+    settings = _batch_settings(job, out, many_files=len(targets) > 1)
+    reports = run_batch(
+        targets, settings, provider, out.jobs or os.cpu_count() or 1, out.max_concurrency, stop
+    )
+    _report(_with_progress(reports, len(targets)), len(targets), job, out, stop)
+
+
+def _batch_settings(job: pipeline.Job, out: Output, many_files: bool) -> BatchSettings:
+    """Estimates before and after are made only when someone will see them."""
+    measure = out.stats or out.json_report or out.dry_run or many_files
+    return BatchSettings(
+        replace(job, measure=measure),
         InPlace(out.pretty, out.backup, out.snapshots),
         out.dry_run,
         out.sessions,
     )
-    stop = threading.Event()  # --fail-fast: start nothing more, report what is in progress
-    reports = run_batch(
-        targets, settings, provider, out.jobs or os.cpu_count() or 1, out.max_concurrency, stop
-    )
+
+
+def _report(
+    reports: Iterator[FileReport],
+    total: int | None,
+    job: pipeline.Job,
+    out: Output,
+    stop: threading.Event,
+) -> None:
+    """Warn of each failure as it comes, then the summary line (and ``--json``) and the exit.
+
+    ``total`` is None when the inputs are listed as they are done: then all of them were done.
+    """
     done: list[FileReport] = []
     failures: list[ExitStatus] = []
-    for report in _with_progress(reports, len(targets)):
+    for report in reports:
         done.append(report)
         statuses = [status_for(report.error)] if report.error else _warn(report, job, out)
         if report.warning:
@@ -201,10 +230,13 @@ def _batch(
         failures.extend(statuses)
         if statuses and out.fail_fast:
             stop.set()
-    if len(targets) > 1 or out.stats or out.dry_run:
-        io.warn(_summary_line(done, len(targets), out.dry_run))
+    listed = total is None
+    total = len(done) if total is None else total
+    if total > 1 or out.stats or out.dry_run:
+        stopped = " (stopped: the rest not started)" if listed and stop.is_set() else ""
+        io.warn(_summary_line(done, total, out.dry_run) + stopped)
     if out.json_report:
-        io.write_stdout(dumps(_json_report(done, len(targets), out.dry_run)) + b"\n")
+        io.write_stdout(dumps(_json_report(done, total, out.dry_run)) + b"\n")
     _exit_for(failures)
 
 
@@ -244,7 +276,8 @@ def _stats_line(report: FileReport) -> str:
     parts = [f"{report.truncated} tool results truncated"]
     if report.summary != "not run":
         parts.append(f"summary: {report.summary}")
-    parts.append(f"tokens {report.tokens_before} -> {report.tokens_after}")
+    most = "at most " if report.summary == "would run" else ""  # a dry run asks no model
+    parts.append(f"tokens {report.tokens_before} -> {most}{report.tokens_after}")
     return f"{report.label}: " + ", ".join(parts)
 
 
@@ -254,7 +287,11 @@ def _summary_line(done: list[FileReport], total: int, dry_run: bool) -> str:
     before = sum(report.tokens_before or 0 for report in done if not report.error)
     after = sum(report.tokens_after or 0 for report in done if not report.error)
     verb = "would change" if dry_run else "changed"
-    line = f"{total} files, {changed} {verb}, {failed} failed, tokens {before} -> {after}"
+    most = "at most " if any(report.summary == "would run" for report in done) else ""
+    line = f"{total} files, {changed} {verb}, {failed} failed, tokens {before} -> {most}{after}"
+    skipped = sum(report.skipped for report in done)
+    if skipped:
+        line += f", {skipped} skipped (output already current)"
     if len(done) < total:
         line += f" ({total - len(done)} not done)"
     return line
@@ -266,6 +303,7 @@ def _json_report(done: list[FileReport], total: int, dry_run: bool) -> dict[str,
         "done": len(done),
         "changed": sum(report.changed for report in done),
         "failed": sum(report.error is not None for report in done),
+        "skipped": sum(report.skipped for report in done),
         "dry_run": dry_run,
         "tokens_before": sum(report.tokens_before or 0 for report in done),
         "tokens_after": sum(report.tokens_after or 0 for report in done),
@@ -277,6 +315,7 @@ def _json_report(done: list[FileReport], total: int, dry_run: bool) -> dict[str,
                 "summary": report.summary,
                 "summary_error": str(report.summary_error) if report.summary_error else None,
                 "truncated": report.truncated,
+                "skipped": report.skipped,
                 "tokens_before": report.tokens_before,
                 "tokens_after": report.tokens_after,
             }

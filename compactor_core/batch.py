@@ -82,6 +82,7 @@ class FileReport:
     tokens_after: int | None = None
     written: str | None = None  # the folder a file was written into (its fsync may wait)
     warning: str | None = None  # done, but something beside it went wrong (an agent's index)
+    skipped: bool = False  # its output was already current (a re-run on object storage)
 
     @classmethod
     def of(cls, label: str, outcome: Outcome, written: Path | None = None) -> FileReport:

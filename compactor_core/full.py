@@ -8,9 +8,10 @@ failure the input comes back exactly as it was: full compaction is best effort, 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from . import language
 from .errors import ProviderError
 from .estimate import estimate, text_quarters
 from .formats import Message
@@ -24,7 +25,7 @@ from .tools import has_tool_result_block, tool_calls, tool_names, tool_result_id
 
 @dataclass(frozen=True)
 class FullSettings:
-    lang: str = "zh"
+    lang: str = "auto"  # "zh", "en", or the conversation's language (Chinese under compat)
     instructions: str | None = None
     max_tokens: int = DEFAULT_MAX_TOKENS
     max_prompt_tokens: int = DEFAULT_MAX_PROMPT_TOKENS
@@ -59,6 +60,7 @@ def full_compact(
     Snapshots are the caller's (``pipeline``): it knows the input's bytes, which a snapshot keeps.
     """
     settings = settings or FullSettings()
+    settings = replace(settings, lang=language.resolve(settings.lang, messages, settings.compat))
     pending = find_pending_turn(messages, settings.compat)
     if not has_source(messages, pending):
         return FullResult(messages, "nothing")
@@ -71,7 +73,7 @@ def full_compact(
         if index not in pending.indexes and message.get("role") != "system"
     ]
     try:
-        summary = _summarize(source, tool_names(messages), provider, settings)
+        summary = _summarize(source, tool_names(messages), provider, settings, messages)
     except ProviderError as error:
         return FullResult(messages, "failed", error)
 
@@ -88,14 +90,18 @@ def has_source(messages: list[Message], pending: PendingTurn) -> bool:
 
 
 def _summarize(
-    source: list[Message], names: dict, provider: Summarizer, settings: FullSettings
+    source: list[Message],
+    names: dict,
+    provider: Summarizer,
+    settings: FullSettings,
+    original: list[Message],
 ) -> str:
     system = system_prompt(settings.lang, settings.instructions)
     budget = None if settings.compat else settings.max_prompt_tokens
     sent, user = fit_prompt(
         source, names, settings.lang, system, budget, counter(settings.tokenizer)
     )
-    request = SummaryRequest(system, user, settings.max_tokens, sent, settings.lang)
+    request = SummaryRequest(system, user, settings.max_tokens, sent, settings.lang, original)
     try:
         summary = provider.summarize(request)
     except ProviderError:

@@ -11,11 +11,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from . import defaults
+from . import defaults, language
 from .errors import ProviderError
 from .estimate import estimate
 from .formats import Conversation
-from .full import FullResult, FullSettings, find_pending_turn, full_compact, has_source
+from .full import (
+    FullResult,
+    FullSettings,
+    find_pending_turn,
+    full_compact,
+    has_source,
+    rebuild,
+)
 from .micro import MicroResult, MicroSettings, copy_tool_results, micro_with
 from .providers.base import Summarizer
 from .snapshots import DEFAULT_SESSION, Details, SnapshotStore
@@ -87,17 +94,24 @@ def preview(job: Job, conversation: Conversation) -> Outcome:
     """What ``run`` would do, with no provider call and no snapshot (``--dry-run``).
 
     Micro compaction is done for real (it is cheap and exact); a full compaction that would be
-    attempted is reported as "would run".
+    attempted is reported as "would run", its tokens after counted with the summary at its whole
+    budget (``max_tokens``): the most the result would be, since no model is asked.
     """
+    before = measure(conversation, job)
     outcome = _micro(job, conversation)
+    after_micro = measure(outcome.conversation, job)
+    outcome = _with(outcome, tokens_before=before, tokens_after=after_micro)
     if job.command == "micro":
         return outcome
-    if job.command == "auto" and measure(outcome.conversation, job) <= job.threshold:
+    if job.command == "auto" and after_micro <= job.threshold:
         return outcome
     pending = find_pending_turn(conversation.messages, job.full.compat)
     if not has_source(conversation.messages, pending):
         return replace(outcome, full="nothing")
-    return replace(outcome, changed=True, full="would run")
+    lang = language.resolve(job.full.lang, conversation.messages, job.full.compat)
+    frame = conversation.with_messages(rebuild(conversation.messages, pending, "", lang))
+    most = measure(frame, job) + job.full.max_tokens
+    return replace(outcome, changed=True, full="would run", tokens_after=min(most, after_micro))
 
 
 def _micro(job: Job, conversation: Conversation) -> Outcome:

@@ -462,7 +462,7 @@ def test_results_answering_calls_of_two_messages_are_summarized() -> None:
         },
     ]
     provider = RecordingProvider()
-    result = full_compact(messages, provider).messages
+    result = full_compact(messages, provider, FullSettings(lang="zh")).messages
     assert result == [
         {"role": "user", "content": PREFIX + SUMMARY},
         {"role": "assistant", "content": SEED_ACK},
@@ -471,7 +471,7 @@ def test_results_answering_calls_of_two_messages_are_summarized() -> None:
 
 
 def test_pending_result_without_any_call_is_summarized() -> None:
-    messages = [{"role": "user", "content": "go"}, anthropic_result("ghost", "boo")]
+    messages = [{"role": "user", "content": "开始"}, anthropic_result("ghost", "boo")]
     result = full_compact(messages, RecordingProvider()).messages
     assert pair_violations(result) == []
     assert result[-1] == {"role": "assistant", "content": SEED_ACK}
@@ -694,7 +694,7 @@ def test_a_conversation_far_bigger_than_the_budget_is_still_summarized() -> None
     messages = long_session(60)
     assert estimate(messages) > 20 * 4000
     provider = RecordingProvider()
-    result = full_compact(messages, provider, FullSettings(max_prompt_tokens=4000))
+    result = full_compact(messages, provider, FullSettings(lang="zh", max_prompt_tokens=4000))
     assert result.status == "compacted"
     assert prompt_tokens(provider) <= 4000
     sent = provider.request.messages

@@ -56,7 +56,7 @@ def test_fixed_text_provider(data: st.DataObject) -> None:
     micro = MicroSettings(keep_recent=data.draw(keep_recent))
     before = copy.deepcopy(messages)
     provider = RecordingProvider("摘要 ok")
-    result = full_compact(messages, provider, FullSettings(micro=micro))
+    result = full_compact(messages, provider, FullSettings(lang="zh", micro=micro))
     assert messages == before
     pending, _ = expected_pending(messages)
     has_source = any(m.get("role") != "system" for i, m in enumerate(messages) if i not in pending)
@@ -82,7 +82,8 @@ def test_extractive_provider(data: st.DataObject) -> None:
     messages = data.draw(st.sampled_from(STYLES).flatmap(full_conversations))
     max_tokens = data.draw(st.sampled_from([50, 300, 2000]))
     before = copy.deepcopy(messages)
-    settings = FullSettings(max_tokens=max_tokens, micro=MicroSettings(data.draw(keep_recent)))
+    micro = MicroSettings(data.draw(keep_recent))
+    settings = FullSettings(lang="zh", max_tokens=max_tokens, micro=micro)
     result = full_compact(messages, ExtractiveSummarizer(), settings)
     assert messages == before
     if result.status == "compacted":
