@@ -174,7 +174,10 @@ def _micro_settings(settings: dict[str, Any]) -> MicroSettings:
     from compactor_core.micro import MicroSettings
 
     return MicroSettings(
-        settings["keep_recent"], tuple(settings["exclude_tools"]), settings["min_chars"]
+        settings["keep_recent"],
+        tuple(settings["exclude_tools"]),
+        settings["min_chars"],
+        settings["compat"] == "bareagent",
     )
 
 
@@ -193,6 +196,7 @@ def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, A
         max_prompt_tokens=settings["max_prompt_tokens"],
         micro=_micro_settings(settings),
         compat=compat,
+        keep_cut_off=not settings["strict"],
     )
     job = Job(
         command,

@@ -204,6 +204,8 @@ def _warn(report: FileReport, job: pipeline.Job, out: Output) -> list[ExitStatus
         io.warn(f"{report.label}: summary failed, {kept}: {report.summary_error}")
         if out.strict:
             statuses.append(status_for(report.summary_error))
+    if report.summary_cut_off is not None:
+        io.warn(f"{report.label}: summary kept, but {report.summary_cut_off}")
     if report.over_threshold:
         io.warn(
             f"{report.label}: still {report.tokens_after} tokens after compaction, over the "
@@ -218,7 +220,8 @@ def _warn(report: FileReport, job: pipeline.Job, out: Output) -> list[ExitStatus
 def _stats_line(report: FileReport) -> str:
     parts = [f"{report.truncated} tool results truncated"]
     if report.summary != "not run":
-        parts.append(f"summary: {report.summary}")
+        cut_off = " (cut off at max_tokens)" if report.summary_cut_off else ""
+        parts.append(f"summary: {report.summary}{cut_off}")
     parts.append(f"tokens {report.tokens_before} -> {report.tokens_after}")
     return f"{report.label}: " + ", ".join(parts)
 
@@ -251,6 +254,7 @@ def _json_report(done: list[FileReport], total: int, dry_run: bool) -> dict[str,
                 "error": str(report.error) if report.error else None,
                 "summary": report.summary,
                 "summary_error": str(report.summary_error) if report.summary_error else None,
+                "summary_cut_off": report.summary_cut_off is not None,
                 "truncated": report.truncated,
                 "tokens_before": report.tokens_before,
                 "tokens_after": report.tokens_after,

@@ -73,6 +73,7 @@ class FileReport:
     error: CtxpackError | None = None  # the file failed: unreadable, invalid, not writable
     summary: str = "not run"  # compacted | nothing | failed | would run | not run
     summary_error: ProviderError | None = None
+    summary_cut_off: ProviderError | None = None  # kept, though it stopped at max_tokens
     over_threshold: bool = False
     truncated: int = 0
     tokens_before: int | None = None
@@ -86,6 +87,7 @@ class FileReport:
             changed=outcome.changed,
             summary=outcome.full,
             summary_error=outcome.error,
+            summary_cut_off=outcome.cut_off,
             over_threshold=outcome.over_threshold,
             truncated=outcome.micro.truncated,
             tokens_before=outcome.tokens_before,

@@ -6,7 +6,8 @@
     ├── OutputError           stdout, an output file or a snapshot could not be written (exit 74)
     ├── ConfigError           unknown provider, missing API key, bad config file (exit 78)
     └── ProviderError         the summary provider failed (exit 69 under --strict)
-        └── RetryableProviderError   ... in a way worth retrying: timeout, 429, 5xx (exit 75)
+        ├── RetryableProviderError   ... in a way worth retrying: timeout, 429, 5xx (exit 75)
+        └── SummaryCutOff            the summary stopped at max_tokens (kept unless --strict)
 
 The core raises these; only the CLI turns them into exit statuses, in one place.
 Every message is one line that names its subject (a file, a place, a setting).
@@ -41,3 +42,15 @@ class ProviderError(CtxpackError):
 
 class RetryableProviderError(ProviderError):
     """The provider failed in a way worth retrying later: timeout, 429, 5xx, connection."""
+
+
+class SummaryCutOff(ProviderError):
+    """The model stopped at ``max_tokens``: a summary, but perhaps without its end.
+
+    Full compaction keeps it (it is still a summary, and better than none) and reports it; only a
+    caller that asked for whole summaries (``--strict``) treats it as a failure.
+    """
+
+    def __init__(self, message: str, summary: str) -> None:
+        super().__init__(message)
+        self.summary = summary

@@ -116,15 +116,27 @@ class TextCollector:
             self.texts.append(json_text(value))
 
     def block(self, block: dict[str, Any]) -> None:
-        if block.get("type") == "tool_use":
-            self.value(block.get("name"))
+        kind = block.get("type")
+        if kind == "tool_use":
+            self.name(block, "")
             self.tool_input(block.get("input"))
             return
         self.value(block.get("text"))
-        self.value(block.get("content"))
+        content = block.get("content")
+        if kind == "tool_result" and isinstance(content, dict) and not self.compat:
+            self.texts.append(json_text(content))  # any JSON value is a result: as its text
+        else:
+            self.value(content)
         self.tool_input(block.get("input"))
-        if block.get("type") != "tool_result":
+        if kind != "tool_result":
+            self.name(block, None)
+
+    def name(self, block: dict[str, Any], missing: Any) -> None:
+        # The reference counts a name through str(), so {"k": null} is "{'k': None}", null "None".
+        if not self.compat:
             self.value(block.get("name"))
+        elif "name" in block or missing is not None:
+            self.texts.append(str(block.get("name", missing)))
 
     def tool_input(self, value: Any) -> None:
         # The reference walks a dict input like a block, so {"command": "ls"} counts 0.

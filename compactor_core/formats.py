@@ -260,15 +260,6 @@ def _message_problem(message: Any) -> str | None:
             function = call.get("function")
             if function is not None and not isinstance(function, dict):
                 return f".tool_calls[{number}].function: must be an object"
-    if isinstance(content, list):
-        for number, block in enumerate(content):
-            if isinstance(block, dict) and block.get("type") == "tool_result":
-                inner = block.get("content")
-                if inner is not None and not isinstance(inner, str | list):
-                    return (
-                        f".content[{number}].content: a tool result must be a string, null or "
-                        f"an array, got {json_type(inner)}"
-                    )
     return None
 
 

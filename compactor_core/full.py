@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from .errors import ProviderError
+from . import bareagent
+from .errors import ProviderError, SummaryCutOff
 from .estimate import estimate, text_quarters
 from .formats import Message
 from .micro import MicroSettings, copy_tool_results, micro_with
-from .prompts import DEFAULT_MAX_TOKENS, PROMPTS, SUMMARY_PREFIX, system_prompt
+from .prompts import DEFAULT_MAX_TOKENS, PROMPTS, SUMMARY_PREFIX, system_prompt, user_prompt
 from .providers.base import Summarizer, SummaryRequest
 from .shrink import DEFAULT_MAX_PROMPT_TOKENS, fit_prompt
 from .snapshots import DEFAULT_SESSION, SnapshotStore
@@ -31,6 +32,7 @@ class FullSettings:
     max_prompt_tokens: int = DEFAULT_MAX_PROMPT_TOKENS
     micro: MicroSettings = field(default_factory=MicroSettings)
     compat: bool = False  # the BareAgent reference: no extensions, no guards
+    keep_cut_off: bool = True  # a summary that stopped at max_tokens is kept (False: a failure)
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class FullResult:
     error: ProviderError | None = None
     snapshots: tuple[Path, ...] = ()
     summary: str | None = None
+    cut_off: SummaryCutOff | None = None  # the summary was kept though it stopped at max_tokens
 
 
 @dataclass(frozen=True)
@@ -72,14 +75,16 @@ def full_compact(
         if index not in pending.indexes and message.get("role") != "system"
     ]
     try:
-        summary = _summarize(source, tool_names(messages), provider, settings)
+        summary, cut_off = _summarize(source, tool_names(messages), provider, settings)
     except ProviderError as error:
         return FullResult(messages, "failed", error, tuple(taken))
 
-    result = rebuild(messages, pending, summary, settings.lang)
+    # The reference rebuilds from its micro-compacted list: its system messages and pending turn
+    # come back as micro left them.
+    result = rebuild(working if settings.compat else messages, pending, summary, settings.lang)
     if snapshots:
         taken.append(snapshots.save(session_id, result))
-    return FullResult(result, "compacted", None, tuple(taken), summary)
+    return FullResult(result, "compacted", None, tuple(taken), summary, cut_off)
 
 
 def has_source(messages: list[Message], pending: PendingTurn) -> bool:
@@ -92,13 +97,20 @@ def has_source(messages: list[Message], pending: PendingTurn) -> bool:
 
 def _summarize(
     source: list[Message], names: dict, provider: Summarizer, settings: FullSettings
-) -> str:
+) -> tuple[str, SummaryCutOff | None]:
     system = system_prompt(settings.lang, settings.instructions)
-    budget = None if settings.compat else settings.max_prompt_tokens
-    sent, user = fit_prompt(source, names, settings.lang, system, budget)
+    if settings.compat:
+        sent, user = source, user_prompt(settings.lang, bareagent.serialize(source))
+    else:
+        sent, user = fit_prompt(source, names, settings.lang, system, settings.max_prompt_tokens)
     request = SummaryRequest(system, user, settings.max_tokens, sent, settings.lang)
+    cut_off = None
     try:
         summary = provider.summarize(request)
+    except SummaryCutOff as error:
+        if not settings.keep_cut_off:
+            raise
+        summary, cut_off = error.summary, error
     except ProviderError:
         raise
     except Exception as error:  # a provider's bug or surprise must not cost the conversation
@@ -107,7 +119,7 @@ def _summarize(
         raise ProviderError(f"{provider.name}: the reply is not text")
     if not settings.compat:
         _check_summary(summary, source, provider.name)
-    return summary
+    return summary, cut_off
 
 
 def _check_summary(summary: str, source: list[Message], provider_name: str) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import defaults
+from . import bareagent, defaults
 from .estimate import json_text
 from .formats import Message
 from .tools import UNKNOWN_TOOL, blocks, is_block, tool_names, tool_result_turns
@@ -33,6 +33,7 @@ class MicroSettings:
     keep_recent: int = DEFAULT_KEEP_RECENT
     exclude_tools: tuple[str, ...] = ()
     min_chars: int = 0
+    compat: bool = False  # the BareAgent profile: its tool names, turns and lengths
 
 
 def marker(tool: str, chars: int) -> str:
@@ -57,25 +58,23 @@ def micro_compact(
     keep_recent: int = DEFAULT_KEEP_RECENT,
     exclude_tools: Collection[str] = (),
     min_chars: int = 0,
+    compat: bool = False,
 ) -> MicroResult:
     """Truncate old tool results in place (the messages list is modified, as the reference does).
 
     ``keep_recent <= 0`` compacts every tool-result turn. ``exclude_tools`` names tools whose
-    results are never truncated; results shorter than ``min_chars`` are left alone.
+    results are never truncated; results shorter than ``min_chars`` are left alone. ``compat``
+    follows the BareAgent reference (see bareagent.py): OpenAI ``tool`` messages stay whole.
     """
-    turns = tool_result_turns(messages)
+    turns = (bareagent.tool_result_turns if compat else tool_result_turns)(messages)
     old_turns = turns[: max(len(turns) - keep_recent, 0)] if keep_recent > 0 else turns
     if not old_turns:
         return MicroResult(0, 0)
-    names = tool_names(messages)
+    results = _reference_results if compat else _tool_results
+    names = (bareagent.tool_names if compat else tool_names)(messages)
     truncated = removed = 0
     for turn in old_turns:
-        for holder, call_id in _tool_results(messages, turn):
-            content = holder.get("content")
-            if is_marker(content):
-                continue
-            tool = names.get(call_id, UNKNOWN_TOOL)
-            chars = content_length(content)
+        for holder, tool, chars in results(messages, turn, names):
             if tool in exclude_tools or chars < min_chars:
                 continue
             holder["content"] = marker(tool, chars)
@@ -85,7 +84,9 @@ def micro_compact(
 
 
 def micro_with(messages: list[Message], settings: MicroSettings) -> MicroResult:
-    return micro_compact(messages, settings.keep_recent, settings.exclude_tools, settings.min_chars)
+    return micro_compact(
+        messages, settings.keep_recent, settings.exclude_tools, settings.min_chars, settings.compat
+    )
 
 
 def copy_tool_results(messages: list[Message]) -> list[Message]:
@@ -107,13 +108,33 @@ def copy_tool_results(messages: list[Message]) -> list[Message]:
     return copied
 
 
-def _tool_results(messages: list[Message], turn: list[int]) -> Iterator[tuple[dict, Any]]:
-    """Each dict whose ``content`` is a tool result in this turn, with the call id it answers."""
+ToolResult = tuple[dict[str, Any], str, int]  # what holds the content, its tool, its length
+
+
+def _tool_results(messages: list[Message], turn: list[int], names: Any) -> Iterator[ToolResult]:
+    """Each tool result of this turn not yet truncated (SPEC §2)."""
     for index in turn:
         message = messages[index]
         if message.get("role") == "tool":
-            yield message, message.get("tool_call_id")
-            continue
-        for block in blocks(message):
-            if is_block(block, "tool_result"):
-                yield block, block.get("tool_use_id")
+            holders = [(message, message.get("tool_call_id"))]
+        else:
+            holders = [
+                (block, block.get("tool_use_id"))
+                for block in blocks(message)
+                if is_block(block, "tool_result")
+            ]
+        for holder, call_id in holders:
+            content = holder.get("content")
+            if not is_marker(content):
+                yield holder, names.get(call_id, UNKNOWN_TOOL), content_length(content)
+
+
+def _reference_results(
+    messages: list[Message], turn: list[int], names: dict[str, str]
+) -> Iterator[ToolResult]:
+    """The same, by the reference's rules: a missing content is "", ``null`` is "null"."""
+    for index in turn:
+        for block in bareagent.tool_results(messages[index]):
+            text = bareagent.stringify(block.get("content", ""))
+            if not text.startswith(MARKER_PREFIX):
+                yield block, bareagent.result_tool(block, names), len(text)

@@ -41,6 +41,7 @@ class Outcome:
     micro: MicroResult = field(default_factory=lambda: MicroResult(0, 0))
     full: Literal["compacted", "nothing", "failed", "would run", "not run"] = "not run"
     error: ProviderError | None = None  # why the summary failed
+    cut_off: ProviderError | None = None  # the summary kept stopped at max_tokens
     over_threshold: bool = False  # auto: the result is still too big, though nothing failed
     tokens_before: int | None = None
     tokens_after: int | None = None
@@ -116,6 +117,7 @@ def _from_full(full: FullResult, conversation: Conversation) -> Outcome:
         changed=full.status == "compacted",
         full=full.status,
         error=full.error,
+        cut_off=full.cut_off,
         snapshots=full.snapshots,
     )
 

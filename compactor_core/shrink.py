@@ -31,11 +31,11 @@ def fit_prompt(
     names: dict[Any, str],
     lang: str,
     system: str,
-    budget: int | None,
+    budget: int,
 ) -> tuple[list[Message], str]:
     """The messages to send and the user prompt built from them, within ``budget`` tokens."""
     prompt = user_prompt(lang, serialize(source, names))
-    if budget is None or _tokens(system, prompt) <= budget:
+    if _tokens(system, prompt) <= budget:
         return source, prompt
     for step in (_all_results_as_markers, _cut_long_texts):
         source = step(source)

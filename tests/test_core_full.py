@@ -599,7 +599,8 @@ def test_bareagent_summarizes_a_trailing_openai_tool_run() -> None:
         {"role": "user", "content": PREFIX + SUMMARY},
         {"role": "assistant", "content": SEED_ACK},
     ]
-    assert provider.request.user.endswith("[tool]\n[tool_result:ls] a")
+    # the reference shows neither the call nor the result's tool (issue 11.2)
+    assert provider.request.user.endswith("[assistant]\n\n\n[tool]\na")
 
 
 @pytest.mark.parametrize("reply", ["", "   ", "x" * 10_000])
@@ -969,3 +970,32 @@ def test_auto_with_nothing_to_summarize() -> None:
     outcome = auto(messages, 10, provider)
     assert outcome.full == "nothing" and outcome.over_threshold
     assert outcome.conversation.messages == messages and provider.requests == []
+
+
+# --- a summary cut off at max_tokens (issue 11.4) ------------------------------------------------
+
+
+class CutOffProvider:
+    name = "cut"
+
+    def summarize(self, request: Any) -> str:
+        from compactor_core.errors import SummaryCutOff
+
+        raise SummaryCutOff("cut: the summary was cut off at max_tokens (5)", "目标：修复")
+
+
+def test_a_cut_off_summary_is_kept_and_reported() -> None:
+    result = full_compact(session_zh(), CutOffProvider())
+    assert result.status == "compacted"
+    assert result.summary == "目标：修复"
+    assert result.cut_off is not None and "max_tokens (5)" in str(result.cut_off)
+    outcome = run(Job("full"), Conversation(session_zh()), Context(CutOffProvider()))
+    assert outcome.changed and outcome.error is None
+    assert str(outcome.cut_off) == str(result.cut_off)
+
+
+def test_a_cut_off_summary_fails_when_whole_summaries_are_required() -> None:
+    messages = session_zh()
+    result = full_compact(messages, CutOffProvider(), FullSettings(keep_cut_off=False))
+    assert result.status == "failed" and result.messages is messages
+    assert "cut off at max_tokens" in str(result.error)

@@ -372,3 +372,23 @@ def test_the_newest_turns_are_kept_whole(messages: list[dict], keep_recent: int)
 def test_keep_recent_zero_leaves_no_result_unmarked(messages: list[dict]) -> None:
     micro_compact(messages, keep_recent=0)
     assert all(is_marker(value) for value in results(messages))
+
+
+@pytest.mark.parametrize("content", [True, {"rows": 2, "ok": None}, 12.5, "x"])
+@pytest.mark.parametrize("compat", [False, True])
+def test_any_json_value_is_a_tool_result(content: Any, compat: bool) -> None:
+    """SPEC §2 (issue 11.3): accepted, measured as its JSON text, truncated, serialized."""
+    from compactor_core.bareagent import serialize as reference_serialize
+    from compactor_core.estimate import estimate
+    from compactor_core.formats import dumps, parse
+    from compactor_core.serialize import serialize
+
+    messages = anthropic_turn("t1", "db", content) + anthropic_turn("t2", "db", "new")
+    conversation = parse(dumps(messages), "f.json")
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    assert f"[tool_result:db] {text}" in (reference_serialize if compat else serialize)(messages)
+    if not compat:
+        as_text = anthropic_turn("t1", "db", text) + anthropic_turn("t2", "db", "new")
+        assert estimate(messages) == estimate(as_text)
+    micro_compact(conversation.messages, keep_recent=1, compat=compat)
+    assert results(conversation.messages)[0] == f"[truncated: db result, {len(text)} chars]"

@@ -239,13 +239,6 @@ FAULTS = [
         1,
     ),
     Fault(
-        "finish_reason length",
-        (Reply(200, chat("目标：修复登录", finish="length")),),
-        "the summary was cut off at max_tokens (2000): raise --max-tokens",
-        FAILED,
-        1,
-    ),
-    Fault(
         "the content filter",
         (Reply(200, chat("", finish="content_filter")),),
         "withheld by the content filter",
@@ -320,14 +313,6 @@ FAULTS = [
         "(rate_limit_error) (after 3 attempts)",
         RETRYABLE,
         3,
-        provider="anthropic",
-    ),
-    Fault(
-        "Anthropic stop_reason max_tokens",
-        (Reply(200, anthropic_message("目标：修复", stop="max_tokens")),),
-        "the summary was cut off at max_tokens (2000)",
-        FAILED,
-        1,
         provider="anthropic",
     ),
     Fault(

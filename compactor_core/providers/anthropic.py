@@ -2,9 +2,9 @@
 
 The system prompt goes in ``system``, the key in ``x-api-key``, the protocol version in
 ``anthropic-version``. The summary is every ``text`` block of ``content`` joined (thinking and
-other blocks are skipped). ``stop_reason: "refusal"`` is a failure, and so is ``"max_tokens"`` (or
-``"model_context_window_exceeded"``): a summary cut off at its end is not used, for the reason
-given in :mod:`.openai`. Error bodies (``{"type": "error", "error": {"type", "message"}}``), 529
+other blocks are skipped). ``stop_reason: "refusal"`` is a failure; a summary that stopped at
+``"max_tokens"`` (or ``"model_context_window_exceeded"``) is kept with a warning, as in
+:mod:`.openai`. Error bodies (``{"type": "error", "error": {"type", "message"}}``), 529
 ``overloaded_error`` included, are handled in :mod:`.http`.
 """
 

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, ProviderError, RetryableProviderError
+from ..errors import ConfigError, ProviderError, RetryableProviderError, SummaryCutOff
 from .registry import ProviderSettings
 
 if TYPE_CHECKING:
@@ -254,22 +254,20 @@ def summary_of(
 ) -> str:
     """The summary in a reply, exactly as the model wrote it; ProviderError if there is none.
 
-    A summary cut off at ``max_tokens`` is refused, not used: it would replace the whole history
-    and most likely lose its end — the next steps, the part a resumed agent needs first. The
-    input comes back unchanged instead, and the message says which setting to raise.
+    A summary cut off at ``max_tokens`` is raised as SummaryCutOff, which carries it: full
+    compaction keeps it with a warning (it is still a summary), unless whole summaries are required.
     """
     if isinstance(refusal, str) and refusal.strip():
         raise ProviderError(f"{label}: the model refused: {clip(refusal, 160)}")
     if refusal is True:
         raise ProviderError(f"{label}: the model refused to summarize")
-    if cut_off:
-        raise ProviderError(
-            f"{label}: the summary was cut off at max_tokens ({max_tokens}): raise --max-tokens"
-        )
     if text is not None and not isinstance(text, str):
         raise ProviderError(f"{label}: the reply's text is {type(text).__name__}, not a string")
+    cut = f"the summary was cut off at max_tokens ({max_tokens}): raise --max-tokens"
     if not text or not text.strip():
-        raise ProviderError(f"{label}: the reply is empty")
+        raise ProviderError(f"{label}: {cut if cut_off else 'the reply is empty'}")
+    if cut_off:
+        raise SummaryCutOff(f"{label}: {cut}", text)
     return text
 
 
