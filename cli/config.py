@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from compactor_core import defaults
 from compactor_core.errors import ConfigError
-from compactor_core.providers.registry import (
+from compactor_core.providers.registry import PROVIDERS
+from compactor_core.providers.settings import (
     DEFAULT_BASE_URLS,
     DEFAULT_MODELS,
     KEY_VARIABLES,
-    PROVIDERS,
     ProviderSettings,
 )
 
@@ -113,10 +114,10 @@ def resolve_provider(flags: Mapping[str, Any], environ: Mapping[str, str]) -> Pr
         api_key=environ.get(key_variable) if key_variable else None,
         key_variable=key_variable,
         timeout=_number(float, "timeout")(
-            first("timeout", ("CTXPACK_TIMEOUT",), file.get("timeout"), 60.0)
+            first("timeout", ("CTXPACK_TIMEOUT",), file.get("timeout"), defaults.TIMEOUT)
         ),
         retries=_number(int, "retries")(
-            first("retries", ("CTXPACK_RETRIES",), file.get("retries"), 2)
+            first("retries", ("CTXPACK_RETRIES",), file.get("retries"), defaults.RETRIES)
         ),
         command=first("command", ("CTXPACK_COMMAND",), file.get("command"), None),
         environment=dict(environ) if name == "command" else None,

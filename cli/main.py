@@ -16,8 +16,8 @@ from . import io, options
 from .exit_codes import TABLE, ExitStatus, status_for
 
 if TYPE_CHECKING:
-    from compactor_core.micro import MicroSettings
     from compactor_core.pipeline import Command
+    from compactor_core.settings import Settings
 
 # Only what every command needs is imported here: a filter run on every agent turn should start
 # fast, so each command imports the rest of the core itself.
@@ -140,7 +140,7 @@ def micro(files: tuple[str, ...], **settings: Any) -> None:
 
     from .transform import Output, transform
 
-    job = Job("micro", _micro_settings(settings), compat=settings["compat"] == "bareagent")
+    job = Job("micro", _settings(settings))
     transform(files, job, Output.from_options(settings), ProviderSettings())
 
 
@@ -170,41 +170,32 @@ def auto(files: tuple[str, ...], **settings: Any) -> None:
     _summarizing("auto", files, settings)
 
 
-def _micro_settings(settings: dict[str, Any]) -> MicroSettings:
-    from compactor_core.micro import MicroSettings
+def _settings(options: dict[str, Any]) -> Settings:
+    """The core's settings from the options given (micro has no summary options)."""
+    from compactor_core.settings import Settings
 
-    return MicroSettings(
-        settings["keep_recent"],
-        tuple(settings["exclude_tools"]),
-        settings["min_chars"],
-        settings["compat"] == "bareagent",
+    summary = {
+        name: options[name]
+        for name in ("lang", "instructions", "max_tokens", "max_prompt_tokens", "threshold")
+        if name in options
+    }
+    return Settings(
+        keep_recent=options["keep_recent"],
+        exclude_tools=tuple(options["exclude_tools"]),
+        min_chars=options["min_chars"],
+        compat=options["compat"] == "bareagent",
+        keep_cut_off=not options.get("strict", False),
+        **summary,
     )
 
 
 def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, Any]) -> None:
-    from compactor_core.full import FullSettings
     from compactor_core.pipeline import Job
 
     from .config import environment, resolve_provider
     from .transform import Output, transform
 
-    compat = settings["compat"] == "bareagent"
-    full_settings = FullSettings(
-        lang=settings["lang"],
-        instructions=settings["instructions"],
-        max_tokens=settings["max_tokens"],
-        max_prompt_tokens=settings["max_prompt_tokens"],
-        micro=_micro_settings(settings),
-        compat=compat,
-        keep_cut_off=not settings["strict"],
-    )
-    job = Job(
-        command,
-        full_settings.micro,
-        full_settings,
-        threshold=settings.get("threshold", defaults.THRESHOLD),
-        compat=compat,
-    )
+    job = Job(command, _settings(settings))
     out = Output.from_options(settings)
     transform(files, job, out, resolve_provider(settings, environment()))
 

@@ -31,6 +31,7 @@ from compactor_core.files import InPlace
 from compactor_core.formats import dump, dumps
 from compactor_core.providers.registry import ProviderSettings, build_provider
 from compactor_core.snapshots import SnapshotStore, check_session_id
+from compactor_core.status import Status
 
 from . import io
 from .exit_codes import ExitStatus, status_for
@@ -209,7 +210,7 @@ def _warn(report: FileReport, job: pipeline.Job, out: Output) -> list[ExitStatus
     if report.over_threshold:
         io.warn(
             f"{report.label}: still {report.tokens_after} tokens after compaction, over the "
-            f"threshold of {job.threshold}: the system messages, the pending turn and the "
+            f"threshold of {job.settings.threshold}: the system messages, the pending turn and the "
             "summary are kept whole and do not fit"
         )
         if out.strict:
@@ -219,7 +220,7 @@ def _warn(report: FileReport, job: pipeline.Job, out: Output) -> list[ExitStatus
 
 def _stats_line(report: FileReport) -> str:
     parts = [f"{report.truncated} tool results truncated"]
-    if report.summary != "not run":
+    if report.summary != Status.NOT_RUN:
         cut_off = " (cut off at max_tokens)" if report.summary_cut_off else ""
         parts.append(f"summary: {report.summary}{cut_off}")
     parts.append(f"tokens {report.tokens_before} -> {report.tokens_after}")

@@ -41,6 +41,7 @@ from .pipeline import Context, Job, Outcome, preview, run
 from .providers.base import Summarizer
 from .providers.registry import ProviderSettings, build_provider
 from .snapshots import session_id_for_file
+from .status import Status
 
 DEFAULT_GLOBS = ("*.json", "*.jsonl")
 CHUNK_FILES = 16  # files a worker process takes at a time ...
@@ -71,7 +72,7 @@ class FileReport:
     label: str
     changed: bool = False
     error: CtxpackError | None = None  # the file failed: unreadable, invalid, not writable
-    summary: str = "not run"  # compacted | nothing | failed | would run | not run
+    summary: Status = Status.NOT_RUN
     summary_error: ProviderError | None = None
     summary_cut_off: ProviderError | None = None  # kept, though it stopped at max_tokens
     over_threshold: bool = False

@@ -21,7 +21,16 @@ class CtxpackError(Exception):
 
 
 class InputError(CtxpackError):
-    """The input is not a valid conversation."""
+    """The input is not a valid conversation.
+
+    ``path`` names the input (a file name, ``<stdin>``) and ``place`` where in it the problem is
+    (``messages[3].content``, ``line 4``), when they are known.
+    """
+
+    def __init__(self, message: str, path: str | None = None, place: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.place = place
 
 
 class InputUnreadable(CtxpackError):
@@ -37,7 +46,12 @@ class ConfigError(CtxpackError):
 
 
 class ProviderError(CtxpackError):
-    """The summary provider failed: bad reply, refusal, 4xx."""
+    """The summary provider failed: bad reply, refusal, 4xx. ``status_code``: the HTTP status
+    of the last reply, when a server gave one."""
+
+    def __init__(self, message: str, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
 
 
 class RetryableProviderError(ProviderError):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .formats import Message
-from .tools import blocks, is_block, tool_names, tool_result_turns
+from .tools import UNKNOWN_TOOL, blocks, is_block, tool_name, tool_names, tool_result_turns
 
 _ASCII_ALNUM_WS = bytes(
     c for c in range(128) if chr(c).isalnum() or chr(c).isspace()
@@ -87,6 +87,11 @@ def _unicode_quarters(text: str) -> int:
 
 def quarters_to_tokens(quarters: int) -> int:
     return math.ceil(quarters / 4)
+
+
+def text_tokens(*texts: str) -> int:
+    """The estimate of some plain texts together, rounded up once."""
+    return quarters_to_tokens(text_quarters(texts))
 
 
 # --- what is counted -----------------------------------------------------------------------------
@@ -192,20 +197,20 @@ def breakdown(messages: list[Message], system: Any = None, compat: bool = False)
         by_role[role] = by_role.get(role, 0) + _quarters_of(compat, "message", message)
         for block in blocks(message):
             if is_block(block, "tool_use"):  # a call is counted under its own name
-                entry = tool(_name(block.get("name")))
+                entry = tool(tool_name(block.get("name")))
                 entry["calls"] += 1
                 entry["call_q"] += _quarters_of(compat, "block", block)
             elif is_block(block, "tool_result"):
-                entry = tool(names.get(block.get("tool_use_id"), "unknown"))
+                entry = tool(names.get(block.get("tool_use_id"), UNKNOWN_TOOL))
                 entry["results"] += 1
                 entry["result_q"] += _quarters_of(compat, "value", block.get("content"))
         if not compat:
             for call in message.get("tool_calls") or ():
-                entry = tool(_name((call.get("function") or {}).get("name")))
+                entry = tool(tool_name((call.get("function") or {}).get("name")))
                 entry["calls"] += 1
                 entry["call_q"] += _quarters_of(False, "message", {"tool_calls": [call]})
         if role == "tool":
-            entry = tool(names.get(message.get("tool_call_id"), "unknown"))
+            entry = tool(names.get(message.get("tool_call_id"), UNKNOWN_TOOL))
             entry["results"] += 1
             entry["result_q"] += _quarters_of(compat, "value", message.get("content"))
     system_q = 0 if compat else _quarters_of(False, "value", system)
@@ -230,10 +235,6 @@ def breakdown(messages: list[Message], system: Any = None, compat: bool = False)
     if system is not None and not compat:
         report["envelope_system"] = system_q / 4
     return report
-
-
-def _name(value: Any) -> str:
-    return value if isinstance(value, str) else "unknown"
 
 
 def _quarters_of(compat: bool, part: str, value: Any) -> int:

@@ -214,9 +214,10 @@ def validate_messages(messages: list[Any], source: str, path_of: Any) -> None:
     for index, message in enumerate(messages):
         problem = _message_problem(message)
         if problem:
-            raise InputError(f"{source}: {path_of(index)}{problem}")
+            place = path_of(index) + problem.partition(": ")[0]
+            raise InputError(f"{source}: {path_of(index)}{problem}", source, place)
         if _too_deep(message):
-            raise InputError(f"{source}: {path_of(index)}: {_TOO_DEEP}")
+            raise InputError(f"{source}: {path_of(index)}: {_TOO_DEEP}", source, path_of(index))
 
 
 _TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep"

@@ -8,37 +8,29 @@ failure the input comes back exactly as it was: full compaction is best effort, 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from . import bareagent
 from .errors import ProviderError, SummaryCutOff
-from .estimate import estimate, text_quarters
+from .estimate import estimate, text_tokens
 from .formats import Message
-from .micro import MicroSettings, copy_tool_results, micro_with
-from .prompts import DEFAULT_MAX_TOKENS, PROMPTS, SUMMARY_PREFIX, system_prompt, user_prompt
+from .micro import micro_compact
+from .prompts import PROMPTS, SUMMARY_PREFIX, system_prompt, user_prompt
 from .providers.base import Summarizer, SummaryRequest
-from .shrink import DEFAULT_MAX_PROMPT_TOKENS, fit_prompt
+from .settings import DEFAULT_SETTINGS, Settings
+from .shrink import fit_prompt
 from .snapshots import DEFAULT_SESSION, SnapshotStore
+from .status import Status
 from .tools import has_tool_result_block, tool_calls, tool_names, tool_result_ids
 
-
-@dataclass(frozen=True)
-class FullSettings:
-    lang: str = "zh"
-    instructions: str | None = None
-    max_tokens: int = DEFAULT_MAX_TOKENS
-    max_prompt_tokens: int = DEFAULT_MAX_PROMPT_TOKENS
-    micro: MicroSettings = field(default_factory=MicroSettings)
-    compat: bool = False  # the BareAgent reference: no extensions, no guards
-    keep_cut_off: bool = True  # a summary that stopped at max_tokens is kept (False: a failure)
+FullSettings = Settings  # the name full compaction's callers know; one Settings for all
 
 
 @dataclass(frozen=True)
 class FullResult:
-    messages: list[Message]  # the input list itself unless status is "compacted"
-    status: Literal["compacted", "nothing", "failed"]
+    messages: list[Message]  # the input list itself unless status is COMPACTED
+    status: Status  # COMPACTED, NOTHING or FAILED
     error: ProviderError | None = None
     snapshots: tuple[Path, ...] = ()
     summary: str | None = None
@@ -56,19 +48,17 @@ class PendingTurn:
 def full_compact(
     messages: list[Message],
     provider: Summarizer,
-    settings: FullSettings | None = None,
+    settings: Settings = DEFAULT_SETTINGS,
     snapshots: SnapshotStore | None = None,
     session_id: str = DEFAULT_SESSION,
 ) -> FullResult:
     """Summarize the history of ``messages``; never modifies ``messages`` itself."""
-    settings = settings or FullSettings()
     pending = find_pending_turn(messages, settings.compat)
     if not has_source(messages, pending):
-        return FullResult(messages, "nothing")
+        return FullResult(messages, Status.NOTHING)
     taken = [snapshots.save(session_id, messages)] if snapshots else []
 
-    working = copy_tool_results(messages)
-    micro_with(working, settings.micro)  # the pending turn counts among the kept turns
+    working, _ = micro_compact(messages, settings)  # the pending turn counts among the kept
     source = [
         message
         for index, message in enumerate(working)
@@ -77,14 +67,14 @@ def full_compact(
     try:
         summary, cut_off = _summarize(source, tool_names(messages), provider, settings)
     except ProviderError as error:
-        return FullResult(messages, "failed", error, tuple(taken))
+        return FullResult(messages, Status.FAILED, error, tuple(taken))
 
     # The reference rebuilds from its micro-compacted list: its system messages and pending turn
     # come back as micro left them.
     result = rebuild(working if settings.compat else messages, pending, summary, settings.lang)
     if snapshots:
         taken.append(snapshots.save(session_id, result))
-    return FullResult(result, "compacted", None, tuple(taken), summary, cut_off)
+    return FullResult(result, Status.COMPACTED, None, tuple(taken), summary, cut_off)
 
 
 def has_source(messages: list[Message], pending: PendingTurn) -> bool:
@@ -96,7 +86,7 @@ def has_source(messages: list[Message], pending: PendingTurn) -> bool:
 
 
 def _summarize(
-    source: list[Message], names: dict, provider: Summarizer, settings: FullSettings
+    source: list[Message], names: dict, provider: Summarizer, settings: Settings
 ) -> tuple[str, SummaryCutOff | None]:
     system = system_prompt(settings.lang, settings.instructions)
     if settings.compat:
@@ -125,7 +115,7 @@ def _summarize(
 def _check_summary(summary: str, source: list[Message], provider_name: str) -> None:
     if not summary.strip():
         raise ProviderError(f"{provider_name}: the summary is empty")
-    summary_tokens = -(-text_quarters([summary]) // 4)
+    summary_tokens = text_tokens(summary)
     source_tokens = estimate(source)
     if summary_tokens >= source_tokens:
         raise ProviderError(

@@ -7,17 +7,17 @@ content. Nothing else in the conversation changes, and a second run changes noth
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import bareagent, defaults
+from . import bareagent
 from .estimate import json_text
 from .formats import Message
+from .settings import DEFAULT_SETTINGS, Settings
 from .tools import UNKNOWN_TOOL, blocks, is_block, tool_names, tool_result_turns
 
 MARKER_PREFIX = "[truncated:"
-DEFAULT_KEEP_RECENT = defaults.KEEP_RECENT
 
 
 @dataclass(frozen=True)
@@ -28,12 +28,7 @@ class MicroResult:
     chars_removed: int  # code points of content removed, net of the markers written
 
 
-@dataclass(frozen=True)
-class MicroSettings:
-    keep_recent: int = DEFAULT_KEEP_RECENT
-    exclude_tools: tuple[str, ...] = ()
-    min_chars: int = 0
-    compat: bool = False  # the BareAgent profile: its tool names, turns and lengths
+MicroSettings = Settings  # the name micro compaction's callers know; one Settings for all
 
 
 def marker(tool: str, chars: int) -> str:
@@ -54,57 +49,45 @@ def is_marker(content: Any) -> bool:
 
 
 def micro_compact(
-    messages: list[Message],
-    keep_recent: int = DEFAULT_KEEP_RECENT,
-    exclude_tools: Collection[str] = (),
-    min_chars: int = 0,
-    compat: bool = False,
-) -> MicroResult:
-    """Truncate old tool results in place (the messages list is modified, as the reference does).
+    messages: list[Message], settings: Settings = DEFAULT_SETTINGS
+) -> tuple[list[Message], MicroResult]:
+    """A new list with old tool results as markers, and what was done; ``messages`` is untouched.
 
-    ``keep_recent <= 0`` compacts every tool-result turn. ``exclude_tools`` names tools whose
-    results are never truncated; results shorter than ``min_chars`` are left alone. ``compat``
-    follows the BareAgent reference (see bareagent.py): OpenAI ``tool`` messages stay whole.
+    Every tool-result turn but the newest ``settings.keep_recent`` is truncated (``<= 0``: every
+    turn), except results of ``settings.exclude_tools`` and results shorter than
+    ``settings.min_chars``. ``settings.compat`` follows the BareAgent reference (bareagent.py):
+    OpenAI ``tool`` messages stay whole. Only the messages that change are copied (with their
+    content lists and result blocks); the rest are shared, so this is cheap on huge conversations.
     """
+    compat = settings.compat
     turns = (bareagent.tool_result_turns if compat else tool_result_turns)(messages)
-    old_turns = turns[: max(len(turns) - keep_recent, 0)] if keep_recent > 0 else turns
+    keep = settings.keep_recent
+    old_turns = turns[: max(len(turns) - keep, 0)] if keep > 0 else turns
+    compacted = list(messages)
     if not old_turns:
-        return MicroResult(0, 0)
+        return compacted, MicroResult(0, 0)
     results = _reference_results if compat else _tool_results
     names = (bareagent.tool_names if compat else tool_names)(messages)
     truncated = removed = 0
     for turn in old_turns:
-        for holder, tool, chars in results(messages, turn, names):
-            if tool in exclude_tools or chars < min_chars:
+        for index in turn:
+            compacted[index] = _copy_results(messages[index])
+        for holder, tool, chars in results(compacted, turn, names):
+            if tool in settings.exclude_tools or chars < settings.min_chars:
                 continue
             holder["content"] = marker(tool, chars)
             truncated += 1
             removed += chars - len(holder["content"])
-    return MicroResult(truncated, removed)
+    return compacted, MicroResult(truncated, removed)
 
 
-def micro_with(messages: list[Message], settings: MicroSettings) -> MicroResult:
-    return micro_compact(
-        messages, settings.keep_recent, settings.exclude_tools, settings.min_chars, settings.compat
-    )
-
-
-def copy_tool_results(messages: list[Message]) -> list[Message]:
-    """A copy that micro compaction can change without touching ``messages``.
-
-    Only what micro rewrites is copied (messages holding tool results, their content lists and
-    result blocks); everything else is shared, so this is cheap even for huge conversations.
-    """
-    copied = list(messages)
-    for turn in tool_result_turns(messages):
-        for index in turn:
-            message = dict(messages[index])
-            if isinstance(message.get("content"), list):
-                message["content"] = [
-                    dict(block) if is_block(block, "tool_result") else block
-                    for block in message["content"]
-                ]
-            copied[index] = message
+def _copy_results(message: Message) -> Message:
+    """A copy of the message that its tool results can be rewritten in."""
+    copied = dict(message)
+    if isinstance(copied.get("content"), list):
+        copied["content"] = [
+            dict(block) if is_block(block, "tool_result") else block for block in copied["content"]
+        ]
     return copied
 
 

@@ -12,18 +12,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import defaults
-from .estimate import json_text, quarters_to_tokens, text_quarters
+from .estimate import json_text, text_quarters, text_tokens
 from .formats import Message
-from .micro import copy_tool_results, micro_compact
+from .micro import micro_compact
 from .prompts import SUMMARY_PREFIX, user_prompt
 from .serialize import serialize
+from .settings import Settings
 
-DEFAULT_MAX_PROMPT_TOKENS = defaults.MAX_PROMPT_TOKENS
 LONG_TEXT = 2000  # characters; longer texts lose their middle in the second step
 # A tool input still longer than this once its long strings are cut goes as its JSON text, cut.
 LONG_INPUT = 4 * LONG_TEXT
 KEEP_HEAD, KEEP_TAIL = 1200, 600
+EVERY_RESULT = Settings(keep_recent=0)
 
 
 def fit_prompt(
@@ -35,25 +35,19 @@ def fit_prompt(
 ) -> tuple[list[Message], str]:
     """The messages to send and the user prompt built from them, within ``budget`` tokens."""
     prompt = user_prompt(lang, serialize(source, names))
-    if _tokens(system, prompt) <= budget:
+    if text_tokens(system, prompt) <= budget:
         return source, prompt
     for step in (_all_results_as_markers, _cut_long_texts):
         source = step(source)
         prompt = user_prompt(lang, serialize(source, names))
-        if _tokens(system, prompt) <= budget:
+        if text_tokens(system, prompt) <= budget:
             return source, prompt
     source = _drop_oldest(source, names, lang, system, budget)
     return source, user_prompt(lang, serialize(source, names))
 
 
-def _tokens(*texts: str) -> int:
-    return quarters_to_tokens(text_quarters(texts))
-
-
 def _all_results_as_markers(source: list[Message]) -> list[Message]:
-    copied = copy_tool_results(source)
-    micro_compact(copied, keep_recent=0)
-    return copied
+    return micro_compact(source, EVERY_RESULT)[0]
 
 
 # --- cutting the middle out of long texts --------------------------------------------------------

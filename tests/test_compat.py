@@ -20,11 +20,10 @@ from compactor_core.errors import ProviderError
 from compactor_core.estimate import estimate
 from compactor_core.formats import Conversation, dumps
 from compactor_core.full import FullSettings, full_compact
-from compactor_core.micro import MicroSettings
 from compactor_core.pipeline import Job, run
 from compactor_core.providers.base import SummaryRequest
 
-COMPAT = FullSettings(micro=MicroSettings(compat=True), compat=True)
+COMPAT = FullSettings(compat=True)
 
 
 class Recorder:
@@ -44,7 +43,7 @@ class Recorder:
 
 
 def compat_micro(messages: list[dict]) -> list[dict]:
-    job = Job("micro", MicroSettings(compat=True), COMPAT, compat=True)
+    job = Job("micro", COMPAT)
     return run(job, Conversation(messages)).conversation.messages
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from checks_full import pair_violations
+from helpers import micro_in_place
 from support_full import (
     FAILING_PROVIDERS,
     PREFIX,
@@ -31,7 +32,6 @@ from compactor_core.errors import ProviderError, RetryableProviderError
 from compactor_core.estimate import estimate, quarters_to_tokens, text_quarters
 from compactor_core.formats import Conversation
 from compactor_core.full import FullSettings, full_compact
-from compactor_core.micro import MicroSettings, micro_compact
 from compactor_core.pipeline import Context, Job, run
 from compactor_core.serialize import serialize
 from compactor_core.snapshots import SnapshotStore
@@ -133,7 +133,9 @@ def test_prompts_golden(golden) -> None:
     for lang in ("zh", "en"):
         for instructions in (None, "Focus on the auth bug / 关注登录"):
             provider = RecordingProvider(SUMMARY_ZH)
-            result = full_compact(session_zh(), provider, FullSettings(lang, instructions))
+            result = full_compact(
+                session_zh(), provider, FullSettings(lang=lang, instructions=instructions)
+            )
             label = f"{lang}, instructions={instructions!r}"
             parts += [f"=== {label}: system", provider.request.system]
             parts += [f"=== {label}: user", provider.request.user]
@@ -383,7 +385,7 @@ def test_the_pending_turn_comes_back_unchanged_even_when_micro_would_truncate_it
         anthropic_result("t1", "x" * 500),
     ]
     provider = RecordingProvider()
-    settings = FullSettings(micro=MicroSettings(keep_recent=0))
+    settings = FullSettings(keep_recent=0)
     result = full_compact(messages, provider, settings).messages
     assert result[-2:] == messages[1:]
     assert result[-1]["content"][0]["content"] == "x" * 500
@@ -620,7 +622,7 @@ def test_bareagent_does_not_shrink_the_prompt() -> None:
     settings = FullSettings(compat=True, max_prompt_tokens=100)
     full_compact(messages, provider, settings)
     source = copy.deepcopy(messages[:-1])
-    micro_compact(source, 3)
+    micro_in_place(source, 3)
     assert provider.request.user == SEED_USER_INTRO + "\n\n" + serialize(source)
     assert provider.request.messages == source
 
@@ -910,12 +912,13 @@ def test_restore_gives_the_input_back(tmp_path: Path) -> None:
 
 
 def auto(messages: list[Message], threshold: int, provider: Any, **job: Any) -> Any:
-    return run(Job("auto", threshold=threshold, **job), Conversation(messages), Context(provider))
+    job = Job("auto", FullSettings(threshold=threshold), **job)
+    return run(job, Conversation(messages), Context(provider))
 
 
 def micro_only(messages: list[Message]) -> list[Message]:
     copied = copy.deepcopy(messages)
-    micro_compact(copied, 3)
+    micro_in_place(copied, 3)
     return copied
 
 

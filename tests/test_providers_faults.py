@@ -596,7 +596,6 @@ def test_one_client_serves_many_requests(server: ScriptedServer) -> None:
     assert [summarizer.summarize(request) for _ in range(3)] == [SUMMARY] * 3
     assert [r.path for r in server.requests] == ["/v1/chat/completions"] * 3
     assert summarizer.client._client is not None
-    summarizer.client.close()
 
 
 def test_long_server_messages_are_clipped_to_one_line(server: ScriptedServer) -> None:

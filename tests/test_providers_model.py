@@ -195,4 +195,3 @@ def test_latency_of_one_summary_request(model_server: str) -> None:
         assert summarizer.summarize(request).strip()
         report(f"openai summarize() #{attempt + 1}", time.monotonic() - started)
     assert summarizer.client.attempts == 3  # one request each: nothing was retried
-    summarizer.client.close()

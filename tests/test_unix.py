@@ -93,13 +93,6 @@ BAD_INPUTS: list[tuple[str, bytes, int, str]] = [
         65,
         "messages[0].tool_calls[0].function",
     ),
-    (
-        "tool result number",
-        b'[{"role":"u"},{"role":"u"},{"role":"u"},{"role":"user","content":'
-        b'[{"type":"text","text":"x"},{"type":"tool_result","content":7}]}]',
-        65,
-        "messages[3].content[1]",
-    ),
     ("envelope message", b'{"model":"m","messages":[{"role":"user"},[]]}', 65, "messages[1]"),
     ("jsonl bad line", b'{"role":"user"}\n{"role":"user"}\n{"role":\n', 65, "line 3"),
     ("jsonl array line", b'{"role":"user"}\n\n[1]\n', 65, "line 3"),

@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import ProviderError
 from .base import SummaryRequest
 from .http import JsonClient, api_key, summary_of
-from .registry import ProviderSettings
+from .settings import ProviderSettings
 
 API_VERSION = "2023-06-01"
 CUT_OFF = frozenset({"max_tokens", "model_context_window_exceeded"})
@@ -24,11 +24,13 @@ CUT_OFF = frozenset({"max_tokens", "model_context_window_exceeded"})
 class AnthropicSummarizer:
     name = "anthropic"
 
-    def __init__(self, settings: ProviderSettings, client: JsonClient | None = None) -> None:
+    def __init__(
+        self, settings: ProviderSettings, client: JsonClient | None = None, **options: Any
+    ) -> None:
         key = api_key(settings)
         headers = {"anthropic-version": API_VERSION, **({"x-api-key": key} if key else {})}
         self.model = settings.model
-        self.client = client or JsonClient(self.name, settings, headers)
+        self.client = client or JsonClient(self.name, settings, headers, **options)
 
     def summarize(self, request: SummaryRequest) -> str:
         body = {

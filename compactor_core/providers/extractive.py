@@ -22,6 +22,7 @@ from ..estimate import estimate, quarters_to_tokens, text_quarters
 from ..formats import Message
 from ..micro import is_marker
 from ..prompts import PROMPTS, SUMMARY_PREFIX
+from ..text import clip as one_line
 from ..tools import UNKNOWN_TOOL, blocks, is_block, tool_names
 from .base import SummaryRequest
 
@@ -363,8 +364,7 @@ def first_sentence(text: str) -> str:
 
 
 def clip(text: str, limit: int = LINE_CHARS) -> str:
-    text = " ".join(text.split()) if "\n" in text else text
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return one_line(text, limit)
 
 
 def _unique(lines: list[Line]) -> list[Line]:
@@ -443,10 +443,6 @@ def shorten(text: str, quarters: int) -> str:
         else:
             high = middle - 1
     return text[:low] + "…"
-
-
-def _tokens(text: str) -> int:
-    return quarters_to_tokens(text_quarters([text]))
 
 
 def render(lines: list[Line], lang: str) -> str:

@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, ProviderError, RetryableProviderError, SummaryCutOff
-from .registry import ProviderSettings
+from ..text import clip
+from .settings import ProviderSettings
 
 if TYPE_CHECKING:
     import httpx
@@ -62,6 +63,7 @@ class _Failure:
     retryable: bool
     retry_after: float | None = None  # what the server asked for, in seconds
     again_now: bool = True  # retryable later, but not within this run (a slow model)
+    status: int | None = None  # the HTTP status, when the server replied
 
 
 @dataclass
@@ -113,22 +115,19 @@ class JsonClient:
     def _wait_before_retry(self, failure: _Failure, retry: int) -> float:
         """Seconds to wait before trying again; raise the failure when there is no again."""
         if not failure.retryable:
-            raise ProviderError(self._say(failure.cause))
+            raise ProviderError(self._say(failure.cause), failure.status)
         if retry >= self.retries or not failure.again_now:
             tries = f" (after {retry + 1} attempts)" if retry else ""
-            raise RetryableProviderError(self._say(failure.cause + tries))
+            raise RetryableProviderError(self._say(failure.cause + tries), failure.status)
         if failure.retry_after is not None:
             if failure.retry_after > MAX_RETRY_AFTER:
                 asked = f"the server asks to retry after {failure.retry_after:.0f} s"
-                raise RetryableProviderError(self._say(f"{failure.cause} ({asked})"))
+                raise RetryableProviderError(
+                    self._say(f"{failure.cause} ({asked})"), failure.status
+                )
             return failure.retry_after
         backoff = min(BACKOFF_MAX, BACKOFF_FIRST * 2**retry)
         return backoff / 2 + self._jitter() * backoff / 2  # equal jitter
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
 
     # --- one attempt -----------------------------------------------------------------------------
 
@@ -187,7 +186,7 @@ class JsonClient:
         retryable = status in RETRYABLE_STATUSES or status >= 500
         if status == 429 and _quota_exhausted(data):
             retryable = False  # waiting will not help before the quota is raised
-        return _Failure(cause, retryable, retry_after(response.headers, self._now))
+        return _Failure(cause, retryable, retry_after(response.headers, self._now), status=status)
 
     def _text(self, response: httpx.Response) -> str:
         """The body as text, the key scrubbed out before anything can clip it in two."""
@@ -236,11 +235,6 @@ def one_line(text: str, secrets: tuple[str, ...] = ()) -> str:
     return " ".join(scrub(text, secrets).split())
 
 
-def clip(text: str, limit: int = MESSAGE_CHARS) -> str:
-    text = " ".join(text[: limit * 4].split())  # a 10 MB error page is not split whole
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 # --- what replies say ---------------------------------------------------------------------------
 
 
@@ -287,14 +281,14 @@ def error_message(data: Any) -> str | None:
     if isinstance(error, dict):
         message = error.get("message")
         kind = error.get("type") or error.get("code")
-        text = clip(str(message)) if message else "no message"
+        text = clip(str(message), MESSAGE_CHARS) if message else "no message"
         return f"{text} ({kind})" if isinstance(kind, str) and kind else text
     if isinstance(error, str) and error:
-        return clip(error)
+        return clip(error, MESSAGE_CHARS)
     if data.get("type") == "error" or data.get("object") == "error":
-        return clip(str(data.get("message") or "no message"))
+        return clip(str(data.get("message") or "no message"), MESSAGE_CHARS)
     if "detail" in data and len(data) == 1:
-        return clip(str(data["detail"]))
+        return clip(str(data["detail"]), MESSAGE_CHARS)
     return None
 
 

@@ -15,17 +15,19 @@ from typing import Any
 from ..errors import ProviderError
 from .base import SummaryRequest
 from .http import JsonClient, api_key, summary_of
-from .registry import ProviderSettings
+from .settings import ProviderSettings
 
 
 class OpenAISummarizer:
     name = "openai"
 
-    def __init__(self, settings: ProviderSettings, client: JsonClient | None = None) -> None:
+    def __init__(
+        self, settings: ProviderSettings, client: JsonClient | None = None, **options: Any
+    ) -> None:
         key = api_key(settings)
         headers = {"authorization": f"Bearer {key}"} if key else {}
         self.model = settings.model
-        self.client = client or JsonClient(self.name, settings, headers)
+        self.client = client or JsonClient(self.name, settings, headers, **options)
 
     def summarize(self, request: SummaryRequest) -> str:
         body = {
