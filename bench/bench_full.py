@@ -6,8 +6,11 @@ against the size bound (20% of the input, or the system messages and kept tail p
 when those alone are larger); the share of distinct file paths given to tools in the summarized
 part that the summary names (target 95%); whether it quotes the first user request (its first 200
 characters, whitespace squeezed); the share of the first summary's paths the second summary carries
-forward (target 100%); the time of one ``auto`` run. The checks are tests/corpus_full.py's, which
-the test suite runs too.
+forward (target 100%); the time of one ``auto`` run. Issue 10's figures: summary lines carrying
+harness boilerplate in either summary (target 0), whether the latest user request is quoted, the
+"First request" lines of the second summary (target 1), whether the next step is there, and the
+"work done" lines that say what was done. The checks are tests/corpus_full.py's, which the test
+suite runs too.
 
     python bench/run.py full
     python bench/bench_full.py            # the figures as a plain table
@@ -81,6 +84,27 @@ def _record(report: Report, case: str, figures: Figures) -> None:
         )
     else:
         report.note(f"{figures.name}: second full {figures.second_status}, no paths to carry")
+    report.ratio(
+        f"{case}.boilerplate",
+        float(len(figures.boilerplate)),
+        1.0,
+        target=0.0,
+        unit="lines",
+        note="summary lines that carry harness text (both summaries)",
+    )
+    report.ratio(
+        f"{case}.latest_request",
+        float(figures.latest_quoted),
+        1.0,
+        target=1.0,
+        unit="quoted",
+        higher_is_better=True,
+    )
+    report.note(
+        f"{figures.name}: {figures.first_labels} 'First request' line(s) after a re-summary, "
+        f"next step {'there' if figures.next_step else 'missing'}, "
+        f"{figures.work_lines} work-done lines"
+    )
     report.note(
         f"{figures.name}: summary {figures.status}, {figures.pair_problems} tool results "
         f"without their call, auto in {figures.seconds * 1000:.0f} ms"
@@ -89,7 +113,8 @@ def _record(report: Report, case: str, figures: Figures) -> None:
 
 def table(rows: list[Figures]) -> str:
     headers = ("transcript", "in", "out", "ratio", "bound", "paths named", "1st request")
-    headers += ("carried forward", "time")
+    headers += ("carried forward", "boilerplate", "latest", "1st labels", "next step", "work")
+    headers += ("time",)
     lines = [
         (
             row.name,
@@ -100,6 +125,11 @@ def table(rows: list[Figures]) -> str:
             f"{row.paths_named}/{row.paths} {row.paths_share:.0%}",
             "yes" if row.first_quoted else "no",
             f"{row.carried}/{row.carried_of} {row.carried_share:.0%}",
+            str(len(row.boilerplate)),
+            "yes" if row.latest_quoted else "no",
+            str(row.first_labels),
+            "yes" if row.next_step else "no",
+            str(row.work_lines),
             f"{row.seconds * 1000:.0f} ms",
         )
         for row in rows

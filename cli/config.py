@@ -25,7 +25,17 @@ from compactor_core.providers.settings import (
     ProviderSettings,
 )
 
-FILE_KEYS = {"provider", "model", "base_url", "timeout", "retries", "command", "api_key_env"}
+FILE_KEYS = {
+    "provider",
+    "model",
+    "base_url",
+    "timeout",
+    "retries",
+    "command",
+    "api_key_env",
+    "lang",
+}
+LANGS = ("auto", "zh", "en")
 FORBIDDEN_KEYS = {"api_key", "key", "token", "secret"}
 
 
@@ -124,6 +134,21 @@ def resolve_provider(flags: Mapping[str, Any], environ: Mapping[str, str]) -> Pr
     )
     _check_complete(settings, named_key=bool(file.get("api_key_env")))
     return settings
+
+
+def resolve_lang(flag: str | None, environ: Mapping[str, str]) -> str:
+    """The summary language: --lang > CTXPACK_LANG > the config file's ``lang`` > auto."""
+    if flag is not None:
+        return flag
+    path = config_path(environ)
+    if environ.get("CTXPACK_LANG"):
+        value, where = environ["CTXPACK_LANG"], "CTXPACK_LANG"
+    else:
+        config = load_config_file(path, required=bool(environ.get("CTXPACK_CONFIG")))
+        value, where = config.get("lang", "auto"), f"{path}: lang"
+    if value not in LANGS:
+        raise ConfigError(f"{where} must be one of {', '.join(LANGS)}, got {value!r}")
+    return value
 
 
 def _check_complete(settings: ProviderSettings, named_key: bool = False) -> None:

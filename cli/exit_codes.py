@@ -12,6 +12,8 @@ from compactor_core.errors import (
     OutputError,
     ProviderError,
     RetryableProviderError,
+    SessionInUse,
+    UsageError,
 )
 
 
@@ -24,6 +26,8 @@ class ExitStatus(IntEnum):
     PROVIDER_FAILED = 69
     CANT_WRITE = 74
     PROVIDER_RETRYABLE = 75
+    TEMPORARY = 75  # EX_TEMPFAIL: try again later (a session file its agent is using)
+    SOFTWARE = 70  # EX_SOFTWARE: an unexpected error, a bug of ctxpack
     CONFIG = 78
     INTERRUPTED = 130
     BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `cat big | head`
@@ -34,15 +38,17 @@ TABLE = """\
 \b
 Exit status:
   0    success (also: nothing to compact; a summary failure without --strict)
-  1    estimate --threshold: not over; a batch in which files failed for different reasons
-  2    usage error (bad or conflicting flags, no input on a terminal)
+  1    estimate --threshold: not over; check: problems found; files failed for different reasons
+  2    usage error (bad or conflicting flags or values, no input on a terminal)
   65   input is not a valid conversation
   66   an input file is missing or unreadable
   69   --strict: the provider failed (bad reply, 4xx)
+  70   internal error: a bug of ctxpack (CTXPACK_TRACEBACK=1 shows where)
   74   output, in-place file or snapshot could not be written
-  75   --strict: the provider failed in a way worth retrying (timeout, 429, 5xx, connection)
+  75   try again later: a session file in use; --strict: provider timeout, 429, 5xx, connection
   78   configuration error (unknown provider, missing API key, bad config file)
-  130  interrupted"""
+  130  interrupted
+  141  standard output was closed early (| head): a quiet stop"""
 
 _STATUS_OF_ERROR: list[tuple[type[CtxpackError], ExitStatus]] = [
     (RetryableProviderError, ExitStatus.PROVIDER_RETRYABLE),  # before its base class
@@ -51,6 +57,8 @@ _STATUS_OF_ERROR: list[tuple[type[CtxpackError], ExitStatus]] = [
     (InputUnreadable, ExitStatus.NO_INPUT),
     (OutputError, ExitStatus.CANT_WRITE),
     (ConfigError, ExitStatus.CONFIG),
+    (UsageError, ExitStatus.USAGE),
+    (SessionInUse, ExitStatus.TEMPORARY),
 ]
 
 
@@ -58,4 +66,11 @@ def status_for(error: CtxpackError) -> ExitStatus:
     for error_type, status in _STATUS_OF_ERROR:
         if isinstance(error, error_type):
             return status
-    return ExitStatus.DATA_ERROR
+    return ExitStatus.SOFTWARE  # an error class without a status is ctxpack's own bug
+
+
+def combined(failures: list[ExitStatus]) -> ExitStatus:
+    """0 when all went well; the failures' status when they agree; else 1."""
+    if not failures:
+        return ExitStatus.OK
+    return failures[0] if len(set(failures)) == 1 else ExitStatus.NOT_OVER

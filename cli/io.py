@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
+from io import UnsupportedOperation
 from pathlib import Path
 
 import click
 
+from compactor_core.atomic import write_all
 from compactor_core.errors import InputUnreadable, OutputError
 from compactor_core.formats import Conversation, parse
 
@@ -47,6 +50,11 @@ def read_input(name: str) -> Input:
             if sys.stdin is None:
                 raise InputUnreadable("<stdin>: standard input is closed")
             return Input(name, sys.stdin.buffer.read())
+        if "://" in name:  # a URL (s3://bucket/key): read through fsspec, imported only then
+            from compactor_core.storage import is_url, read
+
+            if is_url(name):
+                return Input(name, read(name))
         return Input(name, Path(name).read_bytes())
     except FileNotFoundError:
         raise InputUnreadable(f"{name}: no such file") from None
@@ -58,16 +66,35 @@ def read_input(name: str) -> Input:
 
 
 def write_stdout(data: bytes) -> None:
+    """Write all of ``data`` or fail: 141 on a closed pipe (BrokenPipeError), else 74."""
     if sys.stdout is None:
         raise OutputError("<stdout>: standard output is closed")
     try:
-        sys.stdout.buffer.write(data)
+        sys.stdout.flush()  # whatever went through the text layer comes first
+        try:
+            fd = sys.stdout.fileno()
+        except (AttributeError, ValueError, UnsupportedOperation):  # not a real file (tests)
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+            return
         sys.stdout.buffer.flush()
+        write_all(fd, data)  # os.write may take part of it: the rest is not silently dropped
     except BrokenPipeError:
         raise
     except OSError as error:
-        raise OutputError(f"<stdout>: cannot write: {error.strerror}") from None
+        raise OutputError(f"<stdout>: cannot write: {error.strerror or error}") from None
 
 
 def warn(message: str) -> None:
     click.echo(f"ctxpack: {message}", err=True)
+
+
+def internal_error(error: BaseException) -> None:
+    """Report a bug in one line; the traceback only when CTXPACK_TRACEBACK=1 asks for it."""
+    if os.environ.get("CTXPACK_TRACEBACK") == "1":
+        import traceback  # only for this, not at every start
+
+        traceback.print_exception(error, file=sys.stderr)
+    detail = " ".join(str(error).split())[:300]  # one line, whatever the message holds
+    what = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
+    warn(f"internal error: {what} (a bug in ctxpack; CTXPACK_TRACEBACK=1 shows where)")

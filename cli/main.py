@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -13,7 +12,9 @@ from compactor_core import defaults
 from compactor_core.errors import CtxpackError
 
 from . import io, options
+from .agents import check, sessions
 from .exit_codes import TABLE, ExitStatus, status_for
+from .restore import restore
 
 if TYPE_CHECKING:
     from compactor_core.pipeline import Command
@@ -31,6 +32,9 @@ class CtxpackGroup(click.Group):
             return super().main(*args, standalone_mode=False, **kwargs)
         try:
             status = super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.NoArgsIsHelpError as error:  # bare `ctxpack`: what there is
+            click.echo(_short_usage(error.ctx), err=True, nl=False)
+            sys.exit(ExitStatus.USAGE)
         except click.UsageError as error:  # one line, not click's usage block
             command = error.ctx.command_path if error.ctx else "ctxpack"
             io.warn(f"{error.format_message()} (see '{command} --help')")
@@ -41,6 +45,9 @@ class CtxpackGroup(click.Group):
         except click.Abort:
             io.warn("interrupted")
             sys.exit(ExitStatus.INTERRUPTED)
+        except Exception as error:  # a bug of ctxpack: one line and 70, never a traceback
+            io.internal_error(error)
+            sys.exit(ExitStatus.SOFTWARE)
         sys.exit(status if isinstance(status, int) else ExitStatus.OK)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -57,14 +64,60 @@ class CtxpackGroup(click.Group):
             ctx.exit(ExitStatus.INTERRUPTED)
 
 
+def _short_usage(ctx: click.Context) -> str:
+    """The usage line and the command list: what a bare ``ctxpack`` prints."""
+    formatter = ctx.make_formatter()
+    ctx.command.format_usage(ctx, formatter)
+    if isinstance(ctx.command, click.Group):
+        ctx.command.format_commands(ctx, formatter)
+    formatter.write_paragraph()
+    formatter.write_text(f"Try '{ctx.command_path} --help' for options, examples and more.")
+    return formatter.getvalue()
+
+
 def _silence_stdout() -> None:
     # Python would complain again when it flushes stdout at exit; point it at /dev/null.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
 
 
+EXAMPLES = """\
+\b
+Examples:
+  ctxpack estimate session.json                   # one number: the estimated tokens
+  ctxpack auto session.json > smaller.json        # micro always, a summary when over 50000
+  cat request.json | ctxpack auto | curl -d @- …  # on every agent turn
+  ctxpack auto --in-place -r ~/agent-sessions     # a folder, originals kept as snapshots
+  ctxpack CMD --help                              # each command's options and examples"""
+
+ENVIRONMENT = """\
+\b
+Environment (a flag wins over its variable, a variable over the config file):
+  CTXPACK_LANG             --lang: auto, zh or en
+  CTXPACK_PROVIDER         --provider
+  CTXPACK_MODEL            --model
+  CTXPACK_BASE_URL         --base-url (then OPENAI_BASE_URL or ANTHROPIC_BASE_URL)
+  CTXPACK_TIMEOUT          --timeout
+  CTXPACK_RETRIES          --retries
+  CTXPACK_COMMAND          --command
+  CTXPACK_TRANSCRIPT_DIR   --transcript-dir
+  CTXPACK_SESSION_ID       --session-id
+  CTXPACK_CONFIG           the config file [default: ~/.config/ctxpack/config.toml]
+  OPENAI_API_KEY           API keys: only ever from the environment
+  ANTHROPIC_API_KEY"""
+
+COMPLETION = """\
+\b
+Shell completion (add the line to your shell's start-up file):
+  bash  eval "$(_CTXPACK_COMPLETE=bash_source ctxpack)"
+  zsh   eval "$(_CTXPACK_COMPLETE=zsh_source ctxpack)"
+  fish  _CTXPACK_COMPLETE=fish_source ctxpack | source"""
+
+
 @click.group(
-    cls=CtxpackGroup, epilog=TABLE, context_settings={"help_option_names": ["-h", "--help"]}
+    cls=CtxpackGroup,
+    epilog="\n\n".join([EXAMPLES, ENVIRONMENT, COMPLETION, TABLE]),
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 @click.version_option(package_name="ctxpack")
 def cli() -> None:
@@ -82,9 +135,17 @@ def main() -> None:
 # --- estimate ------------------------------------------------------------------------------------
 
 
-@cli.command(epilog=TABLE)
+@cli.command(
+    epilog=options.epilog(
+        "ctxpack estimate session.json                  # -> 48213",
+        "ctxpack estimate --json session.json           # per role, per tool",
+        "ctxpack estimate a.json b.jsonl                # N<TAB>file per line",
+        "if ctxpack estimate -q --over 50000 session.json; then ctxpack auto -i session.json; fi",
+    )
+)
 @options.files_argument
 @options.compat_option
+@options.format_option
 @click.option(
     "--threshold",
     "--over",
@@ -95,26 +156,63 @@ def main() -> None:
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; use with --threshold.")
 @click.option("--json", "as_json", is_flag=True, help="Print a breakdown per role and per tool.")
+@options.recursive_option
+@options.glob_option
+@click.option(
+    "--summary",
+    is_flag=True,
+    help="Corpus statistics instead: files, total, mean, p50/p90/p99, max, the 10 largest.",
+)
+@options.jobs_option
+@options.engine_options
 def estimate(
-    files: tuple[str, ...], compat: str, threshold: int | None, quiet: bool, as_json: bool
+    files: tuple[str, ...],
+    compat: str,
+    format_name: str,
+    threshold: int | None,
+    quiet: bool,
+    as_json: bool,
+    **listing: Any,
 ) -> None:
-    """Print the estimated token count of a conversation (a fast heuristic, not a tokenizer)."""
+    """Print the estimated token count of a conversation (a fast heuristic, not a tokenizer).
+
+    For an agent's session file: the conversation the agent would send on resume.
+    """
     from compactor_core.estimate import breakdown, estimate
     from compactor_core.formats import dumps
 
-    names = io.input_names(files)
+    from . import agent_files
+
     bareagent = compat == "bareagent"
+    if listing["summary"]:
+        from .corpus import summarize
+
+        return summarize(io.input_names(files), bareagent, as_json, **listing)
+    names = io.input_names(files)
+    if listing["recursive"]:
+        from .corpus import expand
+
+        names = expand(names, listing["globs"])
     any_over = False
     for name in names:
-        conversation = io.read_input(name).parse()
+        with agent_files.opened(name, format_name) as given:
+            if isinstance(given, agent_files.Opened):
+                session = agent_files.index(given)
+                tokens = session.tokens
+                report = agent_files.estimate_report(given, session) if as_json else {}
+            else:
+                conversation = given.parse()
+                tokens = estimate(conversation.messages, conversation.system, bareagent)
+                report = (
+                    breakdown(conversation.messages, conversation.system, bareagent)
+                    if as_json
+                    else {}
+                )
         if as_json:
-            report = breakdown(conversation.messages, conversation.system, bareagent)
-            tokens = report["tokens"]
             if len(names) > 1:
                 report = {"file": name, **report}
             line = dumps(report).decode()
         else:
-            tokens = estimate(conversation.messages, conversation.system, bareagent)
             line = str(tokens) if len(names) == 1 else f"{tokens}\t{name}"
         any_over = any_over or (threshold is not None and tokens > threshold)
         if not quiet:
@@ -126,9 +224,16 @@ def estimate(
 # --- micro, full, auto ---------------------------------------------------------------------------
 
 
-@cli.command(epilog=TABLE)
+@cli.command(
+    epilog=options.epilog(
+        "ctxpack micro session.json > smaller.json",
+        "ctxpack micro --keep-recent 1 --exclude-tool Read session.json",
+        "ctxpack micro --in-place -r ~/agent-sessions --stats",
+    )
+)
 @options.files_argument
 @options.micro_options
+@options.session_options
 @options.compat_option
 @options.output_options
 @options.batch_options
@@ -144,7 +249,15 @@ def micro(files: tuple[str, ...], **settings: Any) -> None:
     transform(files, job, Output.from_options(settings), ProviderSettings())
 
 
-@cli.command(epilog=TABLE)
+@cli.command(
+    epilog=options.epilog(
+        "ctxpack full session.json -o compacted.json    # offline, built-in summarizer",
+        "ctxpack full --lang en --instructions 'keep the API decisions' session.json",
+        "ANTHROPIC_API_KEY=… ctxpack full --provider anthropic session.json",
+        "ctxpack full --provider openai --base-url http://localhost:11434/v1 "
+        "--model llama3.2 session.json",
+    )
+)
 @options.files_argument
 @options.summarizing_options
 def full(files: tuple[str, ...], **settings: Any) -> None:
@@ -155,7 +268,13 @@ def full(files: tuple[str, ...], **settings: Any) -> None:
     _summarizing("full", files, settings)
 
 
-@cli.command(epilog=TABLE)
+@cli.command(
+    epilog=options.epilog(
+        "cat request.json | ctxpack auto | curl -d @- …  # on every agent turn",
+        "ctxpack auto --threshold 20000 --stats session.json",
+        "ctxpack auto --in-place -r ~/agent-sessions -j 4 --dry-run --stats",
+    )
+)
 @options.files_argument
 @click.option(
     "--threshold",
@@ -192,42 +311,17 @@ def _settings(options: dict[str, Any]) -> Settings:
 def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, Any]) -> None:
     from compactor_core.pipeline import Job
 
-    from .config import environment, resolve_provider
+    from .config import environment, resolve_lang, resolve_provider
     from .transform import Output, transform
 
-    job = Job(command, _settings(settings))
+    environ = environment()
+    job = Job(command, _settings({**settings, "lang": resolve_lang(settings["lang"], environ)}))
     out = Output.from_options(settings)
-    transform(files, job, out, resolve_provider(settings, environment()))
+    transform(files, job, out, resolve_provider(settings, environ))
 
 
 # --- restore -------------------------------------------------------------------------------------
 
-
-@cli.command(epilog=TABLE)
-@click.option("--session-id", help="Print the newest snapshot of this session as a JSON array.")
-@click.option("--list", "list_sessions", is_flag=True, help="List sessions, newest first.")
-@click.option(
-    "--transcript-dir",
-    type=click.Path(file_okay=False),
-    default=defaults.TRANSCRIPT_DIR,
-    show_default=True,
-    envvar="CTXPACK_TRANSCRIPT_DIR",
-)
-@click.option("--pretty", is_flag=True, help="Indent the JSON output.")
-def restore(session_id: str | None, list_sessions: bool, transcript_dir: str, pretty: bool) -> None:
-    """Print a saved transcript snapshot (like /resume), or list the saved sessions."""
-    from compactor_core.formats import dumps
-    from compactor_core.snapshots import SnapshotStore
-
-    store = SnapshotStore(Path(transcript_dir))
-    if list_sessions == (session_id is not None):
-        raise click.UsageError("give either --session-id ID or --list")
-    if list_sessions:
-        newest: dict[str, list] = {}
-        for info in store.snapshots():
-            newest.setdefault(info.session_id, []).append(info)
-        for sid, infos in newest.items():
-            io.write_stdout(f"{sid}\t{infos[0].stamp}\t{len(infos)}\t{infos[0].path}\n".encode())
-        return
-    info = store.newest(session_id)
-    io.write_stdout(dumps(store.load(info), pretty) + b"\n")
+cli.add_command(restore)
+cli.add_command(check)
+cli.add_command(sessions)

@@ -12,6 +12,15 @@ from compactor_core.providers.registry import PROVIDERS
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
+EXIT_POINTER = "Exit statuses, environment variables, completion: see 'ctxpack --help'."
+
+
+def epilog(*examples: str) -> str:
+    """A subcommand's epilog: its examples (kept as written: "\b" stops click re-wrapping them),
+    then a pointer to the one exit-status table, in ``ctxpack --help``."""
+    lines = "\n".join(f"  {example}" for example in examples)
+    return f"\b\nExamples:\n{lines}\n\n{EXIT_POINTER}"
+
 
 def bundle(*decorators: Decorator) -> Decorator:
     def apply(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -30,6 +39,38 @@ compat_option = click.option(
     default="default",
     show_default=True,
     help="bareagent: reproduce the reference implementation exactly, quirks included.",
+)
+
+FORMATS = ("auto", "messages", "claude-code", "codex")  # compactor_core.agents.registry's
+
+format_option = click.option(
+    "--format",
+    "format_name",
+    type=click.Choice(FORMATS),
+    default="auto",
+    show_default=True,
+    help="What the input is: a conversation of messages, or an agent's session file "
+    "(auto: told from its first records).",
+)
+
+min_idle_option = click.option(
+    "--min-idle",
+    type=click.FloatRange(min=0),
+    default=defaults.MIN_IDLE,
+    show_default=True,
+    metavar="SECONDS",
+    help="An agent's session file changed less than this long ago is in use: left alone.",
+)
+
+session_options = bundle(
+    format_option,
+    min_idle_option,
+    click.option(
+        "--force",
+        is_flag=True,
+        help="Rewrite an agent's session file even while it is in use (open for writing, or "
+        "changed within --min-idle).",
+    ),
 )
 
 micro_options = bundle(
@@ -51,6 +92,7 @@ micro_options = bundle(
         "--min-chars",
         type=click.IntRange(min=0),
         default=0,
+        show_default=True,
         help="Leave tool results shorter than this alone.",
     ),
 )
@@ -85,6 +127,7 @@ snapshot_options = bundle(
         default=defaults.TRANSCRIPT_DIR,
         show_default=True,
         envvar="CTXPACK_TRANSCRIPT_DIR",
+        show_envvar=True,
         help="Where transcript snapshots are saved.",
     ),
     click.option(
@@ -92,6 +135,7 @@ snapshot_options = bundle(
         default=defaults.SESSION_ID,
         show_default=True,
         envvar="CTXPACK_SESSION_ID",
+        show_envvar=True,
         help="Session id in snapshot names ([A-Za-z0-9._:@+-], 1-128 characters).",
     ),
     click.option("--no-transcript", is_flag=True, help="Save no transcript snapshots."),
@@ -100,10 +144,10 @@ snapshot_options = bundle(
 summary_options = bundle(
     click.option(
         "--lang",
-        type=click.Choice(["zh", "en"]),
-        default="zh",
-        show_default=True,
-        help="Language of the summary prompt and the acknowledgement.",
+        type=click.Choice(["auto", "zh", "en"]),
+        help="Language of the prompt, the summary's headings and the acknowledgement. auto: the "
+        "user's (Chinese for a Chinese conversation, else English; Chinese with --compat "
+        "bareagent) [default: auto; env CTXPACK_LANG; config key lang].",
     ),
     click.option(
         "--instructions", metavar="TEXT", help="Your own focus, added to the system prompt."
@@ -135,53 +179,76 @@ provider_options = bundle(
         type=click.Choice(list(PROVIDERS)),
         help="Who writes the summary [default: extractive, offline; env CTXPACK_PROVIDER].",
     ),
-    click.option("--model", help="Model name for a network provider [env CTXPACK_MODEL]."),
-    click.option("--base-url", help="API base URL [env OPENAI_BASE_URL / ANTHROPIC_BASE_URL]."),
+    click.option(
+        "--model",
+        help="Model name for a network provider [default: the provider's; env CTXPACK_MODEL].",
+    ),
+    click.option(
+        "--base-url",
+        help="API base URL [default: the provider's; env CTXPACK_BASE_URL, then "
+        "OPENAI_BASE_URL / ANTHROPIC_BASE_URL].",
+    ),
     click.option(
         "--timeout",
         type=click.FloatRange(min=0),
-        help="Seconds per request, 0 for no limit [default: 60].",
+        help="Seconds per request, 0 for no limit [default: 60; env CTXPACK_TIMEOUT].",
     ),
     click.option(
-        "--retries", type=click.IntRange(min=0), help="Retries on 429, 5xx and connection errors."
+        "--retries",
+        type=click.IntRange(min=0),
+        help="Retries on 429, 5xx and connection errors [default: 2; env CTXPACK_RETRIES].",
     ),
     click.option(
         "--command",
         metavar="CMD",
-        help="provider command: the program to run (split like a shell, never run by one).",
+        help="provider command: the program to run (split like a shell, never run by one) "
+        "[env CTXPACK_COMMAND].",
+    ),
+)
+
+recursive_option = click.option(
+    "-r", "--recursive", is_flag=True, help="Folders among the inputs: do their files too."
+)
+glob_option = click.option(
+    "--glob",
+    "globs",
+    multiple=True,
+    metavar="PATTERN",
+    help="Which files in folders (repeatable) [default: *.json, *.jsonl].",
+)
+jobs_option = click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    help="Worker processes for a batch [default: the number of cores].",
+)
+
+# Beyond one machine (docs/scaling.md): inputs and outputs may also be URLs (s3://bucket/prefix/).
+engine_options = bundle(
+    click.option(
+        "--engine",
+        type=click.Choice(["local", "dask"]),
+        help="Where a batch runs: local processes, or a Dask cluster of -j workers started "
+        "here to try it out [default: local; dask with --scheduler].",
+    ),
+    click.option(
+        "--scheduler",
+        metavar="tcp://HOST:PORT",
+        help="Run the batch on the Dask cluster of this scheduler (needs ctxpack[dask]).",
     ),
 )
 
 batch_options = bundle(
-    click.option(
-        "-r", "--recursive", is_flag=True, help="Folders among the inputs: do their files too."
-    ),
-    click.option(
-        "--glob",
-        "globs",
-        multiple=True,
-        metavar="PATTERN",
-        help="Which files in folders (repeatable) [default: *.json, *.jsonl].",
-    ),
+    recursive_option,
+    glob_option,
     click.option(
         "-O",
         "--output-dir",
         type=click.Path(file_okay=False),
-        help="Write results here, mirroring the folders, instead of over the inputs.",
+        help="Write results here (a folder or URL), mirroring the folders, not over the inputs.",
     ),
-    click.option(
-        "-j",
-        "--jobs",
-        type=click.IntRange(min=1),
-        help="Worker processes for a batch [default: the number of cores].",
-    ),
-    click.option(
-        "--max-concurrency",
-        type=click.IntRange(min=1),
-        default=defaults.MAX_CONCURRENCY,
-        show_default=True,
-        help="Summary requests in flight at once when a model writes the summaries.",
-    ),
+    jobs_option,
+    engine_options,
     click.option("--dry-run", is_flag=True, help="Report what would change; write nothing."),
     click.option(
         "--fail-fast",
@@ -191,12 +258,23 @@ batch_options = bundle(
     click.option("--json", "json_report", is_flag=True, help="Print a JSON report on stdout."),
 )
 
+# Only for the commands that may call a model (micro never does).
+concurrency_option = click.option(
+    "--max-concurrency",
+    type=click.IntRange(min=1),
+    default=defaults.MAX_CONCURRENCY,
+    show_default=True,
+    help="Summary requests in flight at once in a batch when a model writes the summaries.",
+)
+
 summarizing_options = bundle(
     micro_options,
+    session_options,
     compat_option,
     summary_options,
     provider_options,
     output_options,
     batch_options,
+    concurrency_option,
     snapshot_options,
 )

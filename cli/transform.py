@@ -10,13 +10,15 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import click
 
 from compactor_core import defaults, pipeline
+from compactor_core.agents.in_place import SessionSettings
 from compactor_core.atomic import atomic_write
 from compactor_core.batch import (
     DEFAULT_GLOBS,
@@ -29,11 +31,13 @@ from compactor_core.batch import (
 from compactor_core.errors import CtxpackError
 from compactor_core.files import InPlace
 from compactor_core.formats import dump, dumps
+from compactor_core.providers.base import Summarizer
 from compactor_core.providers.registry import ProviderSettings, build_provider
 from compactor_core.snapshots import SnapshotStore, check_session_id
 from compactor_core.status import Status
+from compactor_core.storage import ObjectSnapshotStore, is_url, snapshot_store, write
 
-from . import io
+from . import agent_files, io, scale
 from .exit_codes import ExitStatus, status_for
 
 
@@ -48,7 +52,7 @@ class Output:
     backup: str | None = None
     stats: bool = False
     strict: bool = False
-    snapshots: SnapshotStore | None = None
+    snapshots: SnapshotStore | ObjectSnapshotStore | None = None
     session_id: str = defaults.SESSION_ID
     recursive: bool = False
     globs: tuple[str, ...] = DEFAULT_GLOBS
@@ -57,12 +61,15 @@ class Output:
     dry_run: bool = False
     fail_fast: bool = False
     json_report: bool = False
+    sessions: SessionSettings = field(default_factory=SessionSettings)  # agents' session files
+    engine: str | None = None  # local | dask; None: local, or dask when a scheduler is named
+    scheduler: str | None = None
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> Output:
         snapshots = None
         if not options["no_transcript"]:
-            snapshots = SnapshotStore(Path(options["transcript_dir"]))
+            snapshots = snapshot_store(options["transcript_dir"])
         return cls(
             output=options["output"],
             in_place=options["in_place"],
@@ -76,10 +83,18 @@ class Output:
             recursive=options["recursive"],
             globs=tuple(options["globs"]) or DEFAULT_GLOBS,
             jobs=options["jobs"],
-            max_concurrency=options["max_concurrency"],
+            max_concurrency=options.get("max_concurrency", defaults.MAX_CONCURRENCY),
             dry_run=options["dry_run"],
             fail_fast=options["fail_fast"],
             json_report=options["json_report"],
+            sessions=SessionSettings(
+                options["format_name"],
+                options["min_idle"],
+                options["force"],
+                now=datetime.now(UTC),
+            ),
+            engine=options.get("engine"),
+            scheduler=options.get("scheduler"),
         )
 
     @property
@@ -120,29 +135,41 @@ def _stream(
     names: tuple[str, ...], job: pipeline.Job, out: Output, provider_settings: ProviderSettings
 ) -> None:
     provider = build_provider(provider_settings) if job.command != "micro" else None
-    context = pipeline.Context(provider, out.snapshots, out.session_id)
     failures: list[ExitStatus] = []
     for name in names:
         try:
-            outcome = pipeline.run(job, io.read_input(name).parse(), context)
-            data = dump(outcome.conversation, out.pretty)
-            if out.output and out.output != io.STDIN:
-                atomic_write(Path(out.output), data)
-            else:
-                io.write_stdout(data)
+            with agent_files.opened(name, out.sessions.format) as given:
+                if isinstance(given, agent_files.Opened):  # an agent's session file
+                    report = agent_files.stream(given, job, out.sessions, provider, out.output)
+                    snapshots: tuple[Path, ...] = ()
+                else:
+                    report, snapshots = _stream_messages(given, name, job, out, provider)
         except CtxpackError as error:
             if len(names) == 1:
                 raise
             io.warn(str(error))
             failures.append(status_for(error))
             continue
-        report = FileReport.of(io.label(name), outcome)
         failures.extend(_warn(report, job, out))
         if out.stats:
             io.warn(_stats_line(report))
-            for path in outcome.snapshots:
+            for path in snapshots:
                 io.warn(f"{report.label}: snapshot saved: {path}")
     _exit_for(failures)
+
+
+def _stream_messages(
+    given: io.Input, name: str, job: pipeline.Job, out: Output, provider: Summarizer | None
+) -> tuple[FileReport, tuple[Path, ...]]:
+    source = None if name == io.STDIN else Path(name)
+    context = pipeline.Context(provider, out.snapshots, out.session_id, given.data, source)
+    outcome = pipeline.run(job, given.parse(), context)
+    data = dump(outcome.conversation, out.pretty)
+    if out.output and out.output != io.STDIN:
+        (write if is_url(out.output) else atomic_write)(out.output, data)
+    else:
+        io.write_stdout(data)
+    return FileReport.of(io.label(name), outcome), outcome.snapshots
 
 
 # --- batches -------------------------------------------------------------------------------------
@@ -151,25 +178,52 @@ def _stream(
 def _batch(
     names: tuple[str, ...], job: pipeline.Job, out: Output, provider: ProviderSettings
 ) -> None:
+    stop = threading.Event()  # --fail-fast: start nothing more, report what is in progress
+    if scale.wanted(names, out):  # URLs or a Dask cluster: the inputs are listed as they go
+        settings = _batch_settings(job, out, many_files=True)
+        _report(scale.reports(names, settings, provider, out, stop), None, job, out, stop)
+        return
     output_dir = Path(out.output_dir) if out.output_dir else None
     skip = [out.snapshots.directory] if out.snapshots else []
     targets = find_targets(names, out.recursive, out.globs, output_dir, skip)
     if not out.dry_run:  # a dry run writes (and deletes) nothing
         clean_up_after_killed_runs(targets, skip)
-    settings = BatchSettings(
-        replace(job, measure=True),
-        InPlace(out.pretty, out.backup, out.snapshots),
-        out.dry_run,
-    )
-    stop = threading.Event()  # --fail-fast: start nothing more, report what is in progress
+    settings = _batch_settings(job, out, many_files=len(targets) > 1)
     reports = run_batch(
         targets, settings, provider, out.jobs or os.cpu_count() or 1, out.max_concurrency, stop
     )
+    _report(_with_progress(reports, len(targets)), len(targets), job, out, stop)
+
+
+def _batch_settings(job: pipeline.Job, out: Output, many_files: bool) -> BatchSettings:
+    """Estimates before and after are made only when someone will see them."""
+    measure = out.stats or out.json_report or out.dry_run or many_files
+    return BatchSettings(
+        replace(job, measure=measure),
+        InPlace(out.pretty, out.backup, out.snapshots),
+        out.dry_run,
+        out.sessions,
+    )
+
+
+def _report(
+    reports: Iterator[FileReport],
+    total: int | None,
+    job: pipeline.Job,
+    out: Output,
+    stop: threading.Event,
+) -> None:
+    """Warn of each failure as it comes, then the summary line (and ``--json``) and the exit.
+
+    ``total`` is None when the inputs are listed as they are done: then all of them were done.
+    """
     done: list[FileReport] = []
     failures: list[ExitStatus] = []
-    for report in _with_progress(reports, len(targets)):
+    for report in reports:
         done.append(report)
         statuses = [status_for(report.error)] if report.error else _warn(report, job, out)
+        if report.warning:
+            io.warn(report.warning)
         if report.error:
             io.warn(str(report.error))
         elif out.stats:
@@ -177,10 +231,13 @@ def _batch(
         failures.extend(statuses)
         if statuses and out.fail_fast:
             stop.set()
-    if len(targets) > 1 or out.stats or out.dry_run:
-        io.warn(_summary_line(done, len(targets), out.dry_run))
+    listed = total is None
+    total = len(done) if total is None else total
+    if total > 1 or out.stats or out.dry_run:
+        stopped = " (stopped: the rest not started)" if listed and stop.is_set() else ""
+        io.warn(_summary_line(done, total, out.dry_run) + stopped)
     if out.json_report:
-        io.write_stdout(dumps(_json_report(done, len(targets), out.dry_run)) + b"\n")
+        io.write_stdout(dumps(_json_report(done, total, out.dry_run)) + b"\n")
     _exit_for(failures)
 
 
@@ -223,7 +280,8 @@ def _stats_line(report: FileReport) -> str:
     if report.summary != Status.NOT_RUN:
         cut_off = " (cut off at max_tokens)" if report.summary_cut_off else ""
         parts.append(f"summary: {report.summary}{cut_off}")
-    parts.append(f"tokens {report.tokens_before} -> {report.tokens_after}")
+    most = "at most " if report.summary == Status.WOULD_RUN else ""  # a dry run asks no model
+    parts.append(f"tokens {report.tokens_before} -> {most}{report.tokens_after}")
     return f"{report.label}: " + ", ".join(parts)
 
 
@@ -233,7 +291,11 @@ def _summary_line(done: list[FileReport], total: int, dry_run: bool) -> str:
     before = sum(report.tokens_before or 0 for report in done if not report.error)
     after = sum(report.tokens_after or 0 for report in done if not report.error)
     verb = "would change" if dry_run else "changed"
-    line = f"{total} files, {changed} {verb}, {failed} failed, tokens {before} -> {after}"
+    most = "at most " if any(report.summary == Status.WOULD_RUN for report in done) else ""
+    line = f"{total} files, {changed} {verb}, {failed} failed, tokens {before} -> {most}{after}"
+    skipped = sum(report.skipped for report in done)
+    if skipped:
+        line += f", {skipped} skipped (output already current)"
     if len(done) < total:
         line += f" ({total - len(done)} not done)"
     return line
@@ -245,6 +307,7 @@ def _json_report(done: list[FileReport], total: int, dry_run: bool) -> dict[str,
         "done": len(done),
         "changed": sum(report.changed for report in done),
         "failed": sum(report.error is not None for report in done),
+        "skipped": sum(report.skipped for report in done),
         "dry_run": dry_run,
         "tokens_before": sum(report.tokens_before or 0 for report in done),
         "tokens_after": sum(report.tokens_after or 0 for report in done),
@@ -257,6 +320,7 @@ def _json_report(done: list[FileReport], total: int, dry_run: bool) -> dict[str,
                 "summary_error": str(report.summary_error) if report.summary_error else None,
                 "summary_cut_off": report.summary_cut_off is not None,
                 "truncated": report.truncated,
+                "skipped": report.skipped,
                 "tokens_before": report.tokens_before,
                 "tokens_after": report.tokens_after,
             }

@@ -9,33 +9,101 @@ temporary files of a run still going on.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
+import select
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from .errors import OutputError
 
 TEMP_SUFFIX = ".ctxpack-tmp"
 NEW_FILE_MODE = 0o644
+WRITE_BUFFER = 1 << 20  # bytes gathered per write system call
 
 
-def write_temp(directory: Path, name: str, data: bytes, mode: int = 0o600) -> Path:
-    """Write ``data`` to a new, fsynced temporary file in ``directory`` and return its path."""
+def write_temp(
+    directory: Path, name: str, chunks: Iterable[bytes], mode: int = 0o600, label: str = ""
+) -> Path:
+    """Write ``chunks`` to a new, fsynced temporary file in ``directory`` and return its path.
+
+    An error of the writing becomes an OutputError naming ``label`` (the target by default); an
+    error raised by the iterator itself (a source that cannot be read, invalid input) passes
+    through as it is. Either way the temporary file is removed.
+    """
+    label = label or str(Path(directory) / name)
     prefix = f".{name[:100]}.{os.getpid()}."  # short enough for any file-name limit
-    fd, temp = tempfile.mkstemp(prefix=prefix, suffix=TEMP_SUFFIX, dir=directory)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)  # before the fsync, so the mode is as durable
-            os.fsync(handle.fileno())
+        fd, temp = tempfile.mkstemp(prefix=prefix, suffix=TEMP_SUFFIX, dir=directory)
+    except OSError as error:
+        raise OutputError(f"{label}: cannot write: {error.strerror or error}") from None
+    try:
+        try:
+            write_chunks(fd, chunks, label)
+            _sync(fd, mode, label)
+        finally:
+            os.close(fd)
     except BaseException:
         _remove(temp)
         raise
     return Path(temp)
+
+
+def _sync(fd: int, mode: int, label: str) -> None:
+    try:
+        os.fchmod(fd, mode)  # before the fsync, so the mode is as durable as the data
+        os.fsync(fd)
+    except OSError as error:
+        raise OutputError(f"{label}: cannot write: {error.strerror or error}") from None
+
+
+def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    """Write every byte of ``data``: ``os.write`` may write fewer (a pipe, a nearly full disk),
+    or none yet (a full non-blocking pipe: then it waits until the pipe takes more).
+
+    Raises the OSError of the failing write (BrokenPipeError on a closed pipe).
+    """
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except BlockingIOError:  # a non-blocking pipe (set so by whoever started us) is full
+            select.select([], [fd], [])
+            continue
+        if written <= 0:  # never seen, but looping on it forever would hang the run
+            raise OSError(errno.EIO, "the system wrote nothing")
+        view = view[written:]
+
+
+def write_chunks(fd: int, chunks: Iterable[bytes], label: str) -> None:
+    """Write every chunk to ``fd``, gathered into writes of about WRITE_BUFFER bytes.
+
+    Many small chunks (one record each) cost one system call per WRITE_BUFFER, a big chunk is
+    written without a copy. A failed write becomes an OutputError naming ``label``.
+    """
+    pending = bytearray()
+    for chunk in chunks:
+        if not pending and len(chunk) >= WRITE_BUFFER:
+            _write_or_fail(fd, chunk, label)
+            continue
+        pending += chunk
+        if len(pending) >= WRITE_BUFFER:
+            _write_or_fail(fd, pending, label)
+            pending.clear()
+    if pending:
+        _write_or_fail(fd, pending, label)
+
+
+def _write_or_fail(fd: int, data: bytes | bytearray, label: str) -> None:
+    try:
+        write_all(fd, data)
+    except BrokenPipeError:
+        raise  # a reader that went away is not a failure to report (exit 141)
+    except OSError as error:
+        raise OutputError(f"{label}: cannot write: {error.strerror or error}") from None
 
 
 def atomic_write(
@@ -45,11 +113,25 @@ def atomic_write(
     sync_directory: bool = True,
     check: Callable[[], None] | None = None,
 ) -> Path:
-    """Replace ``path`` with ``data`` atomically, keeping an existing file's permission bits.
+    """Replace ``path`` with ``data`` atomically; see ``atomic_write_chunks``."""
+    return atomic_write_chunks(path, (data,), new_file_mode, sync_directory, check)
 
-    A symbolic link is followed (the file it points to is replaced, the link stays), and what is
-    not a regular file (``/dev/null``, a named pipe, a terminal) is written to directly: renaming
-    over it would replace the device or pipe itself.
+
+def atomic_write_chunks(
+    path: Path,
+    chunks: Iterable[bytes],
+    new_file_mode: int = NEW_FILE_MODE,
+    sync_directory: bool = True,
+    check: Callable[[], None] | None = None,
+) -> Path:
+    """Replace ``path`` with the concatenated ``chunks`` atomically, keeping its permission bits.
+
+    The chunks are written as they come (a file of any size is never whole in memory) to a
+    temporary file beside the target, which is flushed and fsynced, then renamed over it; an
+    exception from the iterator leaves the target as it was. A symbolic link is followed (the
+    file it points to is replaced, the link stays), and what is not a regular file
+    (``/dev/null``, a named pipe, a terminal) is written to directly: renaming over it would
+    replace the device or pipe itself.
 
     Returns the folder the file is in. With ``sync_directory=False`` the rename is not made
     durable here: the caller must ``fsync_directory`` that folder before it reports success (a
@@ -69,31 +151,34 @@ def atomic_write(
         raise OutputError(f"{path}: cannot write: {error.strerror}") from None
     else:
         if not stat.S_ISREG(status.st_mode):
-            _write_directly(path, target, data)
+            _write_directly(path, target, chunks)
             return target.parent
         mode = status.st_mode & 0o7777
+    temp = write_temp(target.parent, target.name, chunks, mode, str(path))
     try:
-        temp = write_temp(target.parent, target.name, data, mode)
-        try:
-            if check is not None:
-                check()
-            os.replace(temp, target)
-        except BaseException:
-            _remove(temp)
-            raise
-        if sync_directory:
-            fsync_directory(target.parent)
+        if check is not None:
+            check()
+        os.replace(temp, target)
     except OSError as error:
+        _remove(temp)
         raise OutputError(f"{path}: cannot write: {error.strerror or error}") from None
+    except BaseException:
+        _remove(temp)
+        raise
+    if sync_directory:
+        fsync_directory(target.parent)
     return target.parent
 
 
-def _write_directly(path: Path, target: Path, data: bytes) -> None:
+def _write_directly(path: Path, target: Path, chunks: Iterable[bytes]) -> None:
     try:
-        with open(target, "wb") as handle:
-            handle.write(data)
+        fd = os.open(target, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
     except OSError as error:
         raise OutputError(f"{path}: cannot write: {error.strerror or error}") from None
+    try:
+        write_chunks(fd, chunks, str(path))
+    finally:
+        os.close(fd)
 
 
 def fsync_directory(directory: Path) -> None:

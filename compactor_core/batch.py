@@ -29,10 +29,12 @@ from concurrent.futures import (
     as_completed,
 )
 from contextlib import closing, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from .agents.in_place import SessionSettings, process_session
+from .agents.registry import MESSAGES
 from .atomic import atomic_write, fsync_directory, remove_stale_temp_files
 from .errors import CtxpackError, InputUnreadable, OutputError, ProviderError
 from .files import InPlace, SourceFile, check_writable, replace_file
@@ -40,7 +42,7 @@ from .formats import Conversation, dump, parse
 from .pipeline import Context, Job, Outcome, preview, run
 from .providers.base import Summarizer
 from .providers.registry import ProviderSettings, build_provider
-from .snapshots import session_id_for_file
+from .snapshots import Details, session_id_for_file
 from .status import Status
 
 DEFAULT_GLOBS = ("*.json", "*.jsonl")
@@ -63,6 +65,7 @@ class BatchSettings:
     job: Job
     writing: InPlace  # pretty, backup, snapshots
     dry_run: bool = False
+    sessions: SessionSettings = field(default_factory=SessionSettings)  # agents' session files
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,8 @@ class FileReport:
     tokens_before: int | None = None
     tokens_after: int | None = None
     written: str | None = None  # the folder a file was written into (its fsync may wait)
+    warning: str | None = None  # done, but something beside it went wrong (an agent's index)
+    skipped: bool = False  # its output was already current (a re-run on object storage)
 
     @classmethod
     def of(cls, label: str, outcome: Outcome, written: Path | None = None) -> FileReport:
@@ -195,13 +200,20 @@ def process(
     (``run_batch`` does each folder once, at the end), see ``atomic.atomic_write``.
     """
     try:
+        if settings.sessions.format != MESSAGES:  # perhaps an agent's session file (SPEC §8)
+            session = process_session(
+                target.path, target.label, target.destination, settings, provider, sync_directory
+            )
+            if session is not None:
+                return session
         source = SourceFile.read(target.path)
         conversation = parse(source.data, target.label)
         if target.destination is None:  # before any snapshot or model call is spent on it
             check_writable(source, target.label)
         if settings.dry_run:
             return FileReport.of(target.label, preview(settings.job, conversation))
-        context = Context(provider, settings.writing.snapshots, session_id_for_file(target.path))
+        snapshots = settings.writing.snapshots
+        context = Context(provider, snapshots, session_id_for_file(target.path), source=target.path)
         outcome = run(settings.job, conversation, context)  # leaves ``conversation`` as it was
         written = _write(target, source, conversation, outcome, settings.writing, sync_directory)
         return FileReport.of(target.label, outcome, written)
@@ -221,14 +233,9 @@ def _write(
     if target.destination is None:
         if not outcome.changed:
             return None
+        details = Details(original.shape, len(original.messages), outcome.tokens_before)
         return replace_file(
-            source,
-            outcome.conversation,
-            writing,
-            target.label,
-            snapshot_taken=bool(outcome.snapshots),
-            sync_directory=sync_directory,
-            original=original.messages,
+            source, outcome.conversation, writing, target.label, sync_directory, details=details
         )
     data = dump(outcome.conversation, writing.pretty) if outcome.changed else source.data
     if _holds(target.destination, data):

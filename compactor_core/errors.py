@@ -5,6 +5,8 @@
     ├── InputUnreadable       an input file is missing or unreadable (exit 66)
     ├── OutputError           stdout, an output file or a snapshot could not be written (exit 74)
     ├── ConfigError           unknown provider, missing API key, bad config file (exit 78)
+    ├── UsageError            a value the user gave cannot be used (exit 2), e.g. a session id
+    ├── SessionInUse          an agent's session file is in use by its agent: skipped (exit 75)
     └── ProviderError         the summary provider failed (exit 69 under --strict)
         ├── RetryableProviderError   ... in a way worth retrying: timeout, 429, 5xx (exit 75)
         └── SummaryCutOff            the summary stopped at max_tokens (kept unless --strict)
@@ -43,6 +45,14 @@ class OutputError(CtxpackError):
 
 class ConfigError(CtxpackError):
     """A setting is wrong: unknown provider, missing key, bad config file or flag value."""
+
+
+class UsageError(CtxpackError):
+    """A value given on the command line is refused, such as a malformed session id."""
+
+
+class SessionInUse(CtxpackError):
+    """An agent is using the session file (changed within --min-idle, or open for writing)."""
 
 
 class ProviderError(CtxpackError):

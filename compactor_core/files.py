@@ -10,15 +10,18 @@ Decisions (also in the README):
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import stat
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .atomic import atomic_write
 from .errors import InputUnreadable, OutputError
-from .formats import Conversation, Message, dump, parse
-from .snapshots import SnapshotStore, session_id_for_file
+from .formats import Conversation, dump
+from .snapshots import NO_DETAILS, ORIGINAL, Details, SnapshotStore, session_id_for_file
 
 
 @dataclass(frozen=True)
@@ -88,30 +91,59 @@ def replace_file(
     result: Conversation,
     settings: InPlace,
     label: str,
-    snapshot_taken: bool = False,
     sync_directory: bool = True,
     *,
-    original: list[Message] | None = None,
+    details: Details = NO_DETAILS,
 ) -> Path:
     """Write ``result`` over ``source``; the original goes to a snapshot (and backup) first.
 
-    ``original`` is ``source`` already parsed, if the caller has it. Returns the folder written
+    ``details`` describe the original for the snapshot's listing. Returns the folder written
     into; see ``atomic_write`` for ``sync_directory``. The snapshot and the backup are always
     durable before the file is replaced. Whether the file changed on disk is checked last, once
     the new version is ready to be renamed over it, so the window for a concurrent writer is as
     short as it can be.
     """
     check_writable(source, label)
-    if settings.snapshots is not None and not snapshot_taken:
-        messages = original if original is not None else parse(source.data, label).messages
-        settings.snapshots.save(session_id_for_file(Path(label)), messages)
-    if settings.backup_suffix:
-        backup = source.path.with_name(source.path.name + settings.backup_suffix)
-        atomic_write(backup, source.data, new_file_mode=source.mode & 0o7777)
+    with original_kept(source, settings.snapshots, label, details) as kept:
+        if settings.backup_suffix:
+            backup = source.path.with_name(source.path.name + settings.backup_suffix)
+            atomic_write(backup, source.data, new_file_mode=source.mode & 0o7777)
 
-    def still_as_read() -> None:
+        data = dump(result, settings.pretty)
+        check = still_as_read(kept, label)
+        return atomic_write(source.path, data, sync_directory=sync_directory, check=check)
+
+
+def still_as_read(source: SourceFile, label: str, doing: str = "compacted") -> Callable[[], None]:
+    """The check before the rename: a file another program changed meanwhile is left alone."""
+
+    def check() -> None:
         if not source.unchanged_on_disk():
-            raise OutputError(f"{label}: file changed while it was being compacted, left as is")
+            raise OutputError(f"{label}: file changed while it was being {doing}, left as is")
 
-    data = dump(result, settings.pretty)
-    return atomic_write(source.path, data, sync_directory=sync_directory, check=still_as_read)
+    return check
+
+
+@contextlib.contextmanager
+def original_kept(
+    source: SourceFile,
+    snapshots: SnapshotStore | None,
+    label: str,
+    details: Details = NO_DETAILS,
+    kind: str = ORIGINAL,
+    doing: str = "compacted",
+) -> Iterator[SourceFile]:
+    """Keep ``source`` in ``snapshots`` while the block replaces it (see ``keep_original``).
+
+    Yields the file as it must still be just before the rename: keeping it by a hard link
+    changes its ctime, nothing else. With no store (``--no-transcript``) it yields ``source``.
+    """
+    if snapshots is None:
+        yield source
+        return
+    session_id = session_id_for_file(source.path)
+    digest = hashlib.sha256(source.data).hexdigest()
+    with snapshots.keep_original(source.path, session_id, details, digest, kind) as now:
+        kept = replace(source, ctime_ns=now.st_ctime_ns)
+        still_as_read(kept, label, doing)()  # the file may have changed before the link
+        yield kept

@@ -119,6 +119,12 @@ def parse_jsonl(data: bytes, source: str, bom: bool = False) -> Conversation:
     return Conversation(messages, "jsonl", None, bom)
 
 
+def load_value(data: bytes, source: str, line: int = 1) -> Any:
+    """One JSON document, read exactly as ``parse`` reads one (big integers, lone surrogates);
+    InputError naming ``source`` and ``line`` if it is not valid JSON."""
+    return _loads(data, source, first_line=line)
+
+
 class _TrailingData(InputError):
     """Valid JSON followed by more: perhaps JSONL."""
 

@@ -8,10 +8,9 @@ failure the input comes back exactly as it was: full compaction is best effort, 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 
-from . import bareagent
+from . import bareagent, language
 from .errors import ProviderError, SummaryCutOff
 from .estimate import estimate, text_tokens
 from .formats import Message
@@ -20,7 +19,6 @@ from .prompts import PROMPTS, SUMMARY_PREFIX, system_prompt, user_prompt
 from .providers.base import Summarizer, SummaryRequest
 from .settings import DEFAULT_SETTINGS, Settings
 from .shrink import fit_prompt
-from .snapshots import DEFAULT_SESSION, SnapshotStore
 from .status import Status
 from .tools import has_tool_result_block, tool_calls, tool_names, tool_result_ids
 
@@ -32,7 +30,6 @@ class FullResult:
     messages: list[Message]  # the input list itself unless status is COMPACTED
     status: Status  # COMPACTED, NOTHING or FAILED
     error: ProviderError | None = None
-    snapshots: tuple[Path, ...] = ()
     summary: str | None = None
     cut_off: SummaryCutOff | None = None  # the summary was kept though it stopped at max_tokens
 
@@ -49,14 +46,15 @@ def full_compact(
     messages: list[Message],
     provider: Summarizer,
     settings: Settings = DEFAULT_SETTINGS,
-    snapshots: SnapshotStore | None = None,
-    session_id: str = DEFAULT_SESSION,
 ) -> FullResult:
-    """Summarize the history of ``messages``; never modifies ``messages`` itself."""
+    """Summarize the history of ``messages``; never modifies ``messages`` itself.
+
+    Snapshots are the caller's (``pipeline``): it knows the input's bytes, which a snapshot keeps.
+    """
+    settings = replace(settings, lang=language.resolve(settings.lang, messages, settings.compat))
     pending = find_pending_turn(messages, settings.compat)
     if not has_source(messages, pending):
         return FullResult(messages, Status.NOTHING)
-    taken = [snapshots.save(session_id, messages)] if snapshots else []
 
     working, _ = micro_compact(messages, settings)  # the pending turn counts among the kept
     source = [
@@ -65,16 +63,14 @@ def full_compact(
         if index not in pending.indexes and message.get("role") != "system"
     ]
     try:
-        summary, cut_off = _summarize(source, tool_names(messages), provider, settings)
+        summary, cut_off = _summarize(source, tool_names(messages), provider, settings, messages)
     except ProviderError as error:
-        return FullResult(messages, Status.FAILED, error, tuple(taken))
+        return FullResult(messages, Status.FAILED, error)
 
     # The reference rebuilds from its micro-compacted list: its system messages and pending turn
     # come back as micro left them.
     result = rebuild(working if settings.compat else messages, pending, summary, settings.lang)
-    if snapshots:
-        taken.append(snapshots.save(session_id, result))
-    return FullResult(result, Status.COMPACTED, None, tuple(taken), summary, cut_off)
+    return FullResult(result, Status.COMPACTED, None, summary, cut_off)
 
 
 def has_source(messages: list[Message], pending: PendingTurn) -> bool:
@@ -86,14 +82,18 @@ def has_source(messages: list[Message], pending: PendingTurn) -> bool:
 
 
 def _summarize(
-    source: list[Message], names: dict, provider: Summarizer, settings: Settings
+    source: list[Message],
+    names: dict,
+    provider: Summarizer,
+    settings: Settings,
+    original: list[Message],
 ) -> tuple[str, SummaryCutOff | None]:
     system = system_prompt(settings.lang, settings.instructions)
     if settings.compat:
         sent, user = source, user_prompt(settings.lang, bareagent.serialize(source))
     else:
         sent, user = fit_prompt(source, names, settings.lang, system, settings.max_prompt_tokens)
-    request = SummaryRequest(system, user, settings.max_tokens, sent, settings.lang)
+    request = SummaryRequest(system, user, settings.max_tokens, sent, settings.lang, original)
     cut_off = None
     try:
         summary = provider.summarize(request)

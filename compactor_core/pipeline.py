@@ -11,14 +11,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from . import language
 from .errors import ProviderError
 from .estimate import estimate
 from .formats import Conversation
-from .full import find_pending_turn, full_compact, has_source
+from .full import FullResult, find_pending_turn, full_compact, has_source, rebuild
 from .micro import MicroResult, micro_compact
 from .providers.base import Summarizer
 from .settings import Settings
-from .snapshots import DEFAULT_SESSION, SnapshotStore
+from .snapshots import DEFAULT_SESSION, Details, SnapshotStore
 from .status import Status
 
 Command = Literal["micro", "full", "auto"]
@@ -49,12 +50,17 @@ class Outcome:
 class Context:
     """What a run may use besides the conversation: a summarizer and where snapshots go.
 
-    Without a provider, summaries are written by the built-in extractive one.
+    Without a provider, summaries are written by the built-in extractive one. A full compaction
+    that replaces the history keeps the input (``original``, its bytes as read) and the result in
+    ``snapshots``. ``original`` is None for a file changed in place: the writer keeps that file
+    itself (``files.replace_file``). ``source`` is the file read, if any.
     """
 
     provider: Summarizer | None = None
     snapshots: SnapshotStore | None = None
     session_id: str = DEFAULT_SESSION
+    original: bytes | None = None
+    source: Path | None = None
 
 
 def measure(conversation: Conversation, compat: bool = False) -> int:
@@ -82,18 +88,27 @@ def preview(job: Job, conversation: Conversation) -> Outcome:
     """What ``run`` would do, with no provider call and no snapshot (``--dry-run``).
 
     Micro compaction is done for real (it is cheap and exact); a full compaction that would be
-    attempted is reported as WOULD_RUN.
+    attempted is reported as WOULD_RUN, its tokens after counted with the summary at its whole
+    budget (``max_tokens``): the most the result would be, since no model is asked.
     """
+    settings = job.settings
+    before = measure(conversation, settings.compat)
     outcome = _micro(job, conversation)
+    after_micro = measure(outcome.conversation, settings.compat)
+    outcome = replace(outcome, tokens_before=before, tokens_after=after_micro)
     if job.command == "micro":
         return outcome
-    compat = job.settings.compat
-    if job.command == "auto" and measure(outcome.conversation, compat) <= job.settings.threshold:
+    if job.command == "auto" and after_micro <= settings.threshold:
         return outcome
-    pending = find_pending_turn(conversation.messages, compat)
+    pending = find_pending_turn(conversation.messages, settings.compat)
     if not has_source(conversation.messages, pending):
         return replace(outcome, full=Status.NOTHING)
-    return replace(outcome, changed=True, full=Status.WOULD_RUN)
+    lang = language.resolve(settings.lang, conversation.messages, settings.compat)
+    frame = conversation.with_messages(rebuild(conversation.messages, pending, "", lang))
+    most = measure(frame, settings.compat) + settings.max_tokens
+    return replace(
+        outcome, changed=True, full=Status.WOULD_RUN, tokens_after=min(most, after_micro)
+    )
 
 
 def default_provider() -> Summarizer:
@@ -108,20 +123,35 @@ def _micro(job: Job, conversation: Conversation) -> Outcome:
 
 
 def _full(job: Job, conversation: Conversation, context: Context) -> Outcome:
-    full = full_compact(
-        conversation.messages,
-        context.provider or default_provider(),
-        job.settings,
-        context.snapshots,
-        context.session_id,
-    )
+    """Summarize; the input is kept before the model is called (SPEC §3.3), the result after."""
+    compat = job.settings.compat
+    pending = find_pending_turn(conversation.messages, compat)
+    if not has_source(conversation.messages, pending):  # a no-op: no snapshot, no model call
+        return Outcome(conversation, changed=False, full=Status.NOTHING)
+    store = context.snapshots
+    taken = []
+    if store is not None and context.original is not None:
+        tokens = measure(conversation, compat)
+        details = Details(conversation.shape, len(conversation.messages), tokens)
+        taken.append(
+            store.save_original(context.session_id, context.original, details, context.source)
+        )
+    full = full_compact(conversation.messages, context.provider or default_provider(), job.settings)
+    if store is not None and full.status == Status.COMPACTED:
+        details = Details(tokens=measure(conversation.with_messages(full.messages), compat))
+        result = store.save_result(context.session_id, full.messages, details, context.source)
+        taken.append(result)
+    return _from_full(full, conversation, tuple(taken))
+
+
+def _from_full(full: FullResult, conversation: Conversation, taken: tuple[Path, ...]) -> Outcome:
     return Outcome(
         conversation.with_messages(full.messages),
         changed=full.status == Status.COMPACTED,
         full=full.status,
         error=full.error,
         cut_off=full.cut_off,
-        snapshots=full.snapshots,
+        snapshots=taken,
     )
 
 

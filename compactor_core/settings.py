@@ -18,7 +18,7 @@ class Settings:
     exclude_tools: tuple[str, ...] = ()  # tools whose results are never truncated
     min_chars: int = 0  # results shorter than this are left alone
     threshold: int = defaults.THRESHOLD  # auto: full compaction above this estimate
-    lang: str = "zh"  # of the summary prompt and the acknowledgement: "zh" or "en"
+    lang: str = "auto"  # "zh", "en", or the conversation's language (Chinese under compat)
     instructions: str | None = None  # the user's own focus, added to the system prompt
     max_tokens: int = defaults.MAX_TOKENS  # the summary's budget
     max_prompt_tokens: int = defaults.MAX_PROMPT_TOKENS  # what is sent is shrunk to fit

@@ -12,7 +12,10 @@ in process, then a second ``full`` on the result, and checks both with the indep
   ``file_path``, ``filename``, ``notebook_path``) in the summarized part, verbatim;
 - it quotes the first user request: its first 200 characters, runs of whitespace squeezed to one
   space on both sides, appear in the summary;
-- a second ``full`` on the result succeeds and names every path the first summary named.
+- a second ``full`` on the result succeeds and names every path the first summary named;
+- issue 10: no summary line carries harness boilerplate (``checks_full.boilerplate_lines``), the
+  latest user request is quoted too, a re-summary keeps one "First request" line, and the part
+  "what is needed to continue" is there.
 """
 
 from __future__ import annotations
@@ -22,10 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from checks_full import (
+    boilerplate_lines,
     first_request,
+    latest_request,
     named,
     pair_violations,
     quotes_request,
+    request_labels,
     summary_of,
     tool_paths,
 )
@@ -41,6 +47,21 @@ CORPUS = Path(__file__).parent / "corpus"
 THRESHOLD = 1000
 RATIO_TARGET = 0.20
 PATHS_TARGET = 0.95
+FIRST_LABELS = ("First request", "最初请求")  # the labels in English and in Chinese
+NEXT_HEADINGS = ("Needed to continue", "后续所需上下文")
+NEXT_STEP_LABELS = ("Next step", "下一步")
+WORK_HEADINGS = ("Work done", "已完成工作")
+
+
+def work_done(summary: str) -> list[str]:
+    """The lines of the "work done" part that say what was done: not a count of tool calls."""
+    lines, inside = [], False
+    for line in summary.splitlines():
+        if line.startswith("## "):
+            inside = line[3:] in WORK_HEADINGS
+        elif inside and line.startswith("- ") and " ×" not in line:
+            lines.append(line)
+    return lines
 
 
 def corpus_files(directory: Path = CORPUS) -> list[Path]:
@@ -64,6 +85,13 @@ class Figures:
     carried_of: int
     second_status: str
     seconds: float
+    boilerplate: tuple[str, ...] = ()  # lines of either summary that carry harness text
+    latest_quoted: bool = True
+    first_labels: int = 1  # "First request" lines in the second summary
+    continues: bool = True  # the summary has its "needed to continue" part
+    next_step: bool = True  # ... and in it a next step
+    work_lines: int = 0  # "work done" lines that say what was done (not tool counts)
+    summary: str = ""
 
     @property
     def ratio(self) -> float:
@@ -87,6 +115,11 @@ class Figures:
             and self.first_quoted
             and self.second_status == "compacted"
             and self.carried == self.carried_of
+            and not self.boilerplate
+            and self.latest_quoted
+            and self.first_labels == 1
+            and self.continues
+            and self.next_step
         )
 
 
@@ -124,6 +157,7 @@ def measure(path: Path) -> Figures:
     first_paths = named(summary, paths)
     second = pipeline.run(Job("full"), Conversation(output), Context(provider))
     second_summary = summary_of(second.conversation.messages) or ""
+    latest = latest_request(summarized)
     return Figures(
         name=path.stem,
         status=outcome.full,
@@ -139,4 +173,13 @@ def measure(path: Path) -> Figures:
         carried_of=len(first_paths),
         second_status=second.full,
         seconds=seconds,
+        boilerplate=tuple(
+            boilerplate_lines(summary, summarized) + boilerplate_lines(second_summary, summarized)
+        ),
+        latest_quoted=latest is not None and quotes_request(summary, latest),
+        first_labels=sum(len(request_labels(second_summary, label)) for label in FIRST_LABELS),
+        continues=any(f"## {heading}" in summary for heading in NEXT_HEADINGS),
+        next_step=any(f"- {label}: " in summary for label in NEXT_STEP_LABELS),
+        work_lines=len(work_done(summary)),
+        summary=summary,
     )

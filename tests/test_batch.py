@@ -40,7 +40,7 @@ from compactor_core.providers.base import SummaryRequest
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.providers.registry import ProviderSettings
 from compactor_core.settings import Settings
-from compactor_core.snapshots import SnapshotStore
+from compactor_core.snapshots import SnapshotStore, session_id_for_file
 
 # --- sessions to work on -------------------------------------------------------------------------
 
@@ -292,18 +292,20 @@ def test_malformed_files_are_reported_and_left_alone(tmp_path: Path) -> None:
     assert "messages[0]" in str(failed[str(files["not_messages"])])
     for name, print_ in before.items():
         assert fingerprint(files[name]) == print_
-    snapshots = sorted(path.name.split("_")[0] for path in (tmp_path / "snaps").iterdir())
-    assert snapshots == ["array", "envelope", "log", "openai"]  # the changed files only
+    kept = sorted(snapshot.source for snapshot in SnapshotStore(tmp_path / "snaps").snapshots())
+    changed = ("array", "envelope", "jsonl", "openai")  # the changed files only
+    assert kept == sorted(str(files[name].resolve()) for name in changed)
 
 
 def test_the_original_goes_to_a_snapshot_named_after_the_file(tmp_path: Path) -> None:
     path = write_session(tmp_path / "my session (1).json", "envelope")
-    original = parse(path.read_bytes()).messages
+    original = path.read_bytes()
     do(find_targets([str(path)], False), in_place(tmp_path / "snaps"))
     store = SnapshotStore(tmp_path / "snaps")
-    info = store.newest("my-session--1-")
-    assert store.load(info) == original
-    assert stat.S_IMODE(info.path.stat().st_mode) == 0o600
+    [snapshot] = store.select(session_id_for_file(path), "original")
+    assert snapshot.session_id.startswith("my-session--1-")
+    assert snapshot.read() == original
+    assert stat.S_IMODE(snapshot.path.stat().st_mode) == 0o600
 
 
 def test_no_transcript_saves_no_snapshot(tmp_path: Path) -> None:
@@ -521,7 +523,8 @@ def test_a_link_to_a_file_is_followed_and_stays_a_link(tmp_path: Path) -> None:
     assert (root / "again.json").is_symlink() and (root / "link.json").is_symlink()
     assert os.readlink(root / "link.json") == str(real)
     assert (tmp_path / "real" / "t.json~").exists()  # the backup sits beside the real file
-    assert [p.name.split("_")[0] for p in (tmp_path / "snaps").iterdir()] == ["again"]
+    [snapshot] = SnapshotStore(tmp_path / "snaps").snapshots()  # one id, whichever link
+    assert snapshot.session_id == session_id_for_file(real)
 
 
 def change_file(path: Path, keep_size_and_mtime: bool) -> None:

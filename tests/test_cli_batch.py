@@ -26,6 +26,7 @@ from test_batch import encode, expected_micro, mixed_folder, session, tree, writ
 
 from compactor_core.atomic import TEMP_SUFFIX
 from compactor_core.formats import parse
+from compactor_core.snapshots import session_id_for_file
 
 SUMMARY = re.compile(
     r"^ctxpack: (?P<files>\d+) files, (?P<changed>\d+) (?:would change|changed), "
@@ -324,9 +325,11 @@ def test_snapshots_dry_run_and_backup(tmp_path: Path) -> None:
     assert not stale.exists()  # the real run cleans up
     assert (root / "array.json.orig").read_bytes() == before["array.json"][0]
     assert not (root / "small.json.orig").exists()
-    sessions = sorted(path.name.split("_")[0] for path in snaps.iterdir())
-    assert sessions == ["array", "envelope", "log", "openai"]
-    restored = run("restore", "--session-id", "envelope", "--transcript-dir", snaps)
+    sessions = sorted({path.name.split("_")[0] for path in snaps.iterdir()})
+    changed = [files[name] for name in ("array", "envelope", "jsonl", "openai")]
+    assert sessions == sorted(session_id_for_file(path) for path in changed)
+    envelope = session_id_for_file(files["envelope"])
+    restored = run("restore", "--session-id", envelope, "--transcript-dir", snaps)
     assert json.loads(restored.stdout) == session(seed=2)
     assert files["small"].stat().st_mtime_ns == before["small.json"][1]
 

@@ -69,7 +69,10 @@ def use(monkeypatch: pytest.MonkeyPatch):
 
 
 def snapshots(transcripts: Path) -> list[Path]:
-    return sorted(transcripts.glob("*.jsonl")) if transcripts.is_dir() else []
+    """The snapshots' data files (not their .meta), oldest first."""
+    if not transcripts.is_dir():
+        return []
+    return sorted(path for path in transcripts.iterdir() if not path.name.endswith(".meta"))
 
 
 def big_session() -> list[Message]:
@@ -102,7 +105,8 @@ def test_full_snapshots_the_input_then_the_result(transcripts: Path) -> None:
     messages = big_session()
     result = invoke("full", "--session-id", "s1", messages=messages)
     first, second = snapshots(transcripts)  # names sort by time
-    assert [json.loads(line) for line in first.read_text().splitlines()] == messages
+    assert first.read_bytes() == json.dumps(messages, ensure_ascii=False).encode()  # as it came
+    assert first.name.endswith(".original.json") and second.name.endswith(".result.jsonl")
     assert [json.loads(line) for line in second.read_text().splitlines()] == output(result)
     for path in (first, second):
         assert path.name.startswith("s1_")
@@ -194,7 +198,7 @@ def test_a_failed_summary_gives_the_input_back_with_one_warning(
     (line,) = warnings(result)
     assert line.startswith("ctxpack: <stdin>: summary failed, input left as it was: ")
     (snapshot,) = snapshots(transcripts)
-    assert [json.loads(line) for line in snapshot.read_text().splitlines()] == messages
+    assert json.loads(snapshot.read_bytes()) == messages
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from click.testing import CliRunner, Result
 from helpers import dumps, fingerprint
 
 from cli.main import cli
+from compactor_core.snapshots import session_id_for_file
 
 
 def turn(call_id: str, tool: str, result: str) -> list[dict]:
@@ -187,13 +188,12 @@ def test_in_place_several_files_with_snapshots(chats: list[Path], tmp_path: Path
         )
         assert contents(messages) == MARKED
     assert chats[1].read_bytes().count(b"\n") == len(CHAT)  # still JSONL
-    saved = sorted(os.listdir(snaps))
-    assert [name.rsplit("_", 1)[0] for name in saved] == ["alpha", "beta", "gamma-1"]
+    saved = sorted(name for name in os.listdir(snaps) if not name.endswith(".meta"))
+    sessions = [session_id_for_file(path) for path in chats]
+    assert [name.rsplit("_", 1)[0] for name in saved] == sessions
     for name, original in zip(saved, originals, strict=True):
-        lines = (snaps / name).read_bytes().splitlines()
-        assert [json.loads(line) for line in lines] == CHAT
-        assert original  # the snapshot holds what the file held
-    for sid, path, original in zip(["alpha", "beta", "gamma-1"], chats, originals, strict=True):
+        assert (snaps / name).read_bytes() == original  # the snapshot holds what the file held
+    for sid, path, original in zip(sessions, chats, originals, strict=True):
         restored = invoke("restore", "--session-id", sid, "--transcript-dir", str(snaps))
         assert json.loads(restored.stdout) == CHAT
         assert path.read_bytes() != original
@@ -204,8 +204,9 @@ def test_in_place_uses_the_transcript_dir_from_the_environment(
 ) -> None:
     result = invoke("micro", "-i", str(chats[0]))
     assert result.exit_code == 0, result.stderr
-    assert [name.split("_")[0] for name in os.listdir(transcripts)] == ["alpha"]
-    assert json.loads(invoke("restore", "--session-id", "alpha").stdout) == CHAT
+    alpha = session_id_for_file(chats[0])
+    assert {name.split("_")[0] for name in os.listdir(transcripts)} == {alpha}
+    assert json.loads(invoke("restore", "--session-id", alpha).stdout) == CHAT
 
 
 def test_in_place_backup(chats: list[Path]) -> None:
@@ -258,12 +259,12 @@ def test_usage_errors_exit_2_and_touch_nothing(args: list[str], chats: list[Path
 
 
 @pytest.mark.parametrize("session_id", ["a/b", "..", "../escape", ".hidden", "", "x" * 129])
-def test_bad_session_id_is_a_configuration_error(
+def test_bad_session_id_is_a_usage_error(
     session_id: str, chats: list[Path], transcripts: Path
 ) -> None:
     before = fingerprint(chats[0])
     result = invoke("micro", "--in-place", "--session-id", session_id, str(chats[0]))
-    assert result.exit_code == 78
+    assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr.startswith("ctxpack: invalid session id")
     assert result.stderr.count("\n") == 1
@@ -274,7 +275,7 @@ def test_bad_session_id_is_a_configuration_error(
 def test_bad_session_id_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CTXPACK_SESSION_ID", "../../etc")
     result = invoke("micro", stdin=dumps(CHAT))
-    assert result.exit_code == 78
+    assert result.exit_code == 2
     assert result.stdout == ""
 
 
@@ -288,14 +289,15 @@ def test_restore_list_newest_first(chats: list[Path], transcripts: Path) -> None
     result = invoke("restore", "--list")
     assert result.exit_code == 0 and result.stderr == ""
     rows = [line.split("\t") for line in result.stdout.splitlines()]
-    assert [row[0] for row in rows] == ["alpha", "gamma-1"]
-    assert [row[2] for row in rows] == ["2", "1"]
-    assert all(Path(row[3]).parent == transcripts for row in rows)
+    alpha, gamma = session_id_for_file(chats[0]), session_id_for_file(chats[2])
+    assert [row[1] for row in rows] == [alpha, gamma, alpha]  # newest first
+    assert [row[2] for row in rows] == ["original"] * 3
+    assert [row[5] for row in rows] == [str(chats[0]), str(chats[2]), str(chats[0])]
 
 
 def test_restore_pretty(chats: list[Path]) -> None:
     invoke("micro", "-i", str(chats[0]))
-    result = invoke("restore", "--session-id", "alpha", "--pretty")
+    result = invoke("restore", "--session-id", session_id_for_file(chats[0]), "--pretty")
     assert json.loads(result.stdout) == CHAT
     assert result.stdout.startswith("[\n  {")
 
@@ -310,11 +312,11 @@ def test_restore_unknown_session_is_66() -> None:
 @pytest.mark.parametrize("session_id", ["../x", "a/b", ".."])
 def test_restore_refuses_a_bad_session_id(session_id: str) -> None:
     result = invoke("restore", "--session-id", session_id)
-    assert result.exit_code == 78
+    assert result.exit_code == 2
     assert result.stdout == ""
 
 
-@pytest.mark.parametrize("args", [[], ["--list", "--session-id", "x"]])
+@pytest.mark.parametrize("args", [[], ["--list", "--prune"], ["--list", "--result"]])
 def test_restore_needs_exactly_one_of_its_options(args: list[str]) -> None:
     result = invoke("restore", *args)
     assert result.exit_code == 2

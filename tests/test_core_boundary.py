@@ -83,8 +83,8 @@ def test_foundation_runs_with_streams_and_environment_locked_away() -> None:
         estimate.breakdown(conversation.messages)
         micro.micro_compact(conversation.messages)
         store = snapshots.SnapshotStore(directory / "snaps")
-        store.save("s", conversation.messages)
-        store.load(store.newest("s"))
+        store.save_result("s", conversation.messages)
+        store.select("s")[0].read()
         atomic.atomic_write(directory / "out.json", formats.dump(conversation))
         os.write(out, f"ok {tokens}".encode())
         """

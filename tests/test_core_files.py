@@ -12,11 +12,11 @@ import pytest
 from helpers import micro_in_place
 
 from compactor_core import atomic
-from compactor_core.atomic import TEMP_SUFFIX, atomic_write
+from compactor_core.atomic import TEMP_SUFFIX, atomic_write, atomic_write_chunks
 from compactor_core.errors import OutputError
 from compactor_core.files import InPlace, SourceFile, replace_file
 from compactor_core.formats import parse
-from compactor_core.snapshots import SnapshotStore
+from compactor_core.snapshots import SnapshotStore, session_id_for_file
 
 ORIGINAL = [
     {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "bash"}]},
@@ -119,6 +119,75 @@ def test_named_pipe_is_written_to_not_replaced(tmp_path: Path) -> None:
     assert stat.S_ISFIFO(fifo.stat().st_mode)
 
 
+def test_chunks_are_streamed_into_one_file(tmp_path: Path) -> None:
+    target = tmp_path / "big.jsonl"
+    lines = [b'{"n":%d}\n' % n for n in range(200_000)]  # more than one write buffer
+    atomic_write_chunks(target, iter(lines))
+    assert target.read_bytes() == b"".join(lines)
+    assert leftovers(tmp_path) == []
+
+
+def test_an_error_of_the_producer_passes_through_and_leaves_the_old_file(tmp_path: Path) -> None:
+    target = tmp_path / "out.jsonl"
+    target.write_bytes(b"old")
+
+    def chunks():
+        yield b"x" * (atomic.WRITE_BUFFER + 1)  # already written to the temporary file
+        raise ValueError("the source went bad")
+
+    with pytest.raises(ValueError, match="went bad"):
+        atomic_write_chunks(target, chunks())
+    assert target.read_bytes() == b"old"
+    assert leftovers(tmp_path) == []
+
+
+def test_the_check_before_the_rename_can_stop_it(tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    target.write_bytes(b"old")
+
+    def changed() -> None:
+        raise OutputError("out.json: file changed while it was being compacted, left as is")
+
+    with pytest.raises(OutputError, match="changed while"):
+        atomic_write_chunks(target, [b"new"], check=changed)
+    assert target.read_bytes() == b"old"
+    assert leftovers(tmp_path) == []
+
+
+def test_a_full_device_is_an_output_error(tmp_path: Path) -> None:
+    with pytest.raises(OutputError, match=r"/dev/full: cannot write: No space left on device"):
+        atomic_write_chunks(Path("/dev/full"), [b"x" * 10, b"y"])
+
+
+def _write_under_a_file_size_limit(target: str, queue) -> None:
+    import resource
+    import signal
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
+    try:
+        atomic_write(Path(target), b"x" * 5000)
+        queue.put("written")
+    except OutputError as error:
+        queue.put(str(error))
+
+
+def test_a_short_write_is_continued_and_its_failure_reported(tmp_path: Path) -> None:
+    """Past RLIMIT_FSIZE the first write is short (1000 of 5000 bytes), the next one fails."""
+    import multiprocessing
+
+    target = tmp_path / "out.json"
+    target.write_bytes(b"old")
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    process = context.Process(target=_write_under_a_file_size_limit, args=(str(target), queue))
+    process.start()
+    process.join(timeout=30)
+    assert queue.get(timeout=5) == f"{target}: cannot write: File too large"
+    assert target.read_bytes() == b"old"
+    assert leftovers(tmp_path) == []
+
+
 # --- replace_file --------------------------------------------------------------------------------
 
 
@@ -142,9 +211,24 @@ def test_original_goes_to_a_snapshot_named_after_the_file(chat: Path, tmp_path: 
     assert json.loads(chat.read_bytes())[1]["content"][0]["content"] == (
         "[truncated: bash result, 3 chars]"
     )
-    [info] = store.snapshots()
-    assert info.session_id == "chat-1"
-    assert store.load(info) == ORIGINAL
+    [snapshot] = store.snapshots()
+    assert snapshot.session_id == session_id_for_file(chat)
+    assert snapshot.session_id.startswith("chat-1-")
+    assert snapshot.read() == original  # byte for byte, indentation and all
+    assert snapshot.source == str(chat)
+
+
+def test_file_changed_after_it_was_kept_is_left_alone_and_the_snapshot_goes(
+    chat: Path, tmp_path: Path
+) -> None:
+    store = SnapshotStore(tmp_path / "snaps")
+    source = SourceFile.read(chat)
+    with open(chat, "ab") as handle:  # an agent appends after the file was read
+        handle.write(b" ")
+    with pytest.raises(OutputError, match="changed while"):
+        replace_file(source, compacted(source.data), InPlace(snapshots=store), str(chat))
+    assert chat.read_bytes() == source.data + b" "
+    assert store.snapshots() == []
 
 
 def test_backup_keeps_the_original_bytes_and_mode(chat: Path) -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import stat
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,7 +32,6 @@ from compactor_core.formats import Conversation
 from compactor_core.full import FullSettings, full_compact
 from compactor_core.pipeline import Context, Job, run
 from compactor_core.serialize import serialize
-from compactor_core.snapshots import SnapshotStore
 
 Message = dict[str, Any]
 BAREAGENT = FullSettings(compat=True)
@@ -64,18 +61,6 @@ SESSION_ZH_SERIALIZED = """[user]
 
 [assistant]
 已修复：过期令牌现在返回 401。"""
-
-
-def store(tmp_path: Path) -> SnapshotStore:
-    return SnapshotStore(tmp_path / "snapshots")
-
-
-def snapshot_files(tmp_path: Path) -> list[Path]:
-    return sorted((tmp_path / "snapshots").glob("*.jsonl"))
-
-
-def read_snapshot(path: Path) -> list[Message]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 # --- the request (SPEC §3.5) ---------------------------------------------------------------------
@@ -479,7 +464,7 @@ def test_results_answering_calls_of_two_messages_are_summarized() -> None:
         },
     ]
     provider = RecordingProvider()
-    result = full_compact(messages, provider).messages
+    result = full_compact(messages, provider, FullSettings(lang="zh")).messages
     assert result == [
         {"role": "user", "content": PREFIX + SUMMARY},
         {"role": "assistant", "content": SEED_ACK},
@@ -488,7 +473,7 @@ def test_results_answering_calls_of_two_messages_are_summarized() -> None:
 
 
 def test_pending_result_without_any_call_is_summarized() -> None:
-    messages = [{"role": "user", "content": "go"}, anthropic_result("ghost", "boo")]
+    messages = [{"role": "user", "content": "开始"}, anthropic_result("ghost", "boo")]
     result = full_compact(messages, RecordingProvider()).messages
     assert pair_violations(result) == []
     assert result[-1] == {"role": "assistant", "content": SEED_ACK}
@@ -542,14 +527,13 @@ def test_trailing_system_after_a_pending_tool_turn() -> None:
     ],
     ids=["empty", "system only", "pending only", "system+pending", "pending+system", "oai", "ant"],
 )
-def test_nothing_to_summarize_changes_nothing(tmp_path: Path, messages: list[Message]) -> None:
+def test_nothing_to_summarize_changes_nothing(messages: list[Message]) -> None:
     before = copy.deepcopy(messages)
     provider = RecordingProvider()
-    result = full_compact(messages, provider, snapshots=store(tmp_path))
+    result = full_compact(messages, provider)
     assert result.status == "nothing"
     assert result.messages is messages and messages == before
     assert provider.requests == []
-    assert result.snapshots == () and snapshot_files(tmp_path) == []
 
 
 # --- the BareAgent reference (--compat bareagent) ------------------------------------------------
@@ -638,12 +622,12 @@ def test_bareagent_still_rejects_a_non_text_reply() -> None:
 
 @pytest.mark.parametrize("kind", sorted(FAILING_PROVIDERS))
 @pytest.mark.parametrize("session", [session_zh, session_openai])
-def test_failure_gives_the_input_back(tmp_path: Path, kind: str, session: Any) -> None:
+def test_failure_gives_the_input_back(kind: str, session: Any) -> None:
     messages = session()
     messages += long_session(6)[1:]  # enough tool turns for micro to truncate some
     before = copy.deepcopy(messages)
     provider = FAILING_PROVIDERS[kind]()
-    result = full_compact(messages, provider, snapshots=store(tmp_path))
+    result = full_compact(messages, provider)
     assert result.status == "failed"
     assert result.messages is messages
     assert messages == before  # not even micro compaction touched it
@@ -651,9 +635,6 @@ def test_failure_gives_the_input_back(tmp_path: Path, kind: str, session: Any) -
     assert result.error.args[0]  # a cause to name in the warning
     assert "\n" not in str(result.error)
     assert result.summary is None
-    (snapshot,) = snapshot_files(tmp_path)
-    assert result.snapshots == (snapshot,)
-    assert read_snapshot(snapshot) == before
 
 
 def test_failure_keeps_the_retryable_kind() -> None:
@@ -716,7 +697,7 @@ def test_a_conversation_far_bigger_than_the_budget_is_still_summarized() -> None
     messages = long_session(60)
     assert estimate(messages) > 20 * 4000
     provider = RecordingProvider()
-    result = full_compact(messages, provider, FullSettings(max_prompt_tokens=4000))
+    result = full_compact(messages, provider, FullSettings(lang="zh", max_prompt_tokens=4000))
     assert result.status == "compacted"
     assert prompt_tokens(provider) <= 4000
     sent = provider.request.messages
@@ -851,61 +832,6 @@ def test_a_model_sees_the_previous_summary_first() -> None:
         SEED_USER_INTRO
         + "\n\n[user]\n[Context Compressed]\n第一次摘要 src/auth.py\n\n[assistant]\n"
     )
-
-
-# --- snapshots (SPEC §3.3, §3.9, §5) -------------------------------------------------------------
-
-
-def test_snapshots_hold_the_input_before_micro_and_the_result(tmp_path: Path) -> None:
-    messages = session_zh()[:-1] + long_session(6)[1:]
-    before = copy.deepcopy(messages)
-    result = full_compact(
-        messages, RecordingProvider(), snapshots=store(tmp_path), session_id="s-1"
-    )
-    first, second = result.snapshots
-    assert snapshot_files(tmp_path) == sorted([first, second])
-    assert first.name.startswith("s-1_") and second.name.startswith("s-1_")
-    assert read_snapshot(first) == before  # with the tool results micro would truncate
-    assert read_snapshot(second) == result.messages
-    for path in (first, second):
-        assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert stat.S_IMODE((tmp_path / "snapshots").stat().st_mode) == 0o700
-
-
-def test_the_snapshot_is_taken_before_the_provider_is_called(tmp_path: Path) -> None:
-    seen: list[list[Path]] = []
-
-    def reply(request: Any) -> str:
-        seen.append(snapshot_files(tmp_path))
-        return "ok"
-
-    full_compact(session_zh(), RecordingProvider(reply), snapshots=store(tmp_path))
-    assert len(seen) == 1 and len(seen[0]) == 1
-
-
-def test_snapshot_lines_are_utf8_one_message_each(tmp_path: Path) -> None:
-    result = full_compact(session_zh(), FAILING_PROVIDERS["retryable"](), snapshots=store(tmp_path))
-    (path,) = result.snapshots
-    data = path.read_bytes()
-    assert "登录测试失败了".encode() in data
-    assert data.count(b"\n") == len(session_zh()) and data.endswith(b"\n")
-
-
-def test_restore_gives_the_input_back(tmp_path: Path) -> None:
-    snapshots = store(tmp_path)
-    messages = session_zh() + long_session(5)[1:]
-    before = copy.deepcopy(messages)
-    failed = full_compact(
-        messages, FAILING_PROVIDERS["provider error"](), snapshots=snapshots, session_id="a"
-    )
-    assert snapshots.load(snapshots.newest("a")) == before
-    done = full_compact(messages, RecordingProvider(), snapshots=snapshots, session_id="b")
-    first = next(info for info in snapshots.snapshots() if info.path == done.snapshots[0])
-    assert snapshots.load(first) == before
-    assert (
-        snapshots.load(snapshots.newest("b")) == done.messages
-    )  # newest: the result, like /compact
-    assert failed.snapshots[0] != done.snapshots[0]
 
 
 # --- auto (SPEC §4) ------------------------------------------------------------------------------

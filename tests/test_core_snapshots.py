@@ -1,20 +1,25 @@
-"""SPEC §5: transcript snapshots."""
+"""SPEC §5 and issue 9: transcript snapshots keep every byte, never overwrite, never collide."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
 import os
 import re
 import stat
+import tempfile
 import threading
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from compactor_core.errors import ConfigError, InputUnreadable, OutputError
+from compactor_core.atomic import atomic_write
+from compactor_core.errors import InputError, InputUnreadable, OutputError, UsageError
+from compactor_core.formats import parse
 from compactor_core.snapshots import (
+    Details,
     SnapshotStore,
     check_session_id,
     session_id_for_file,
@@ -26,40 +31,79 @@ MESSAGES = [
     {"role": "user", "content": "列出文件 😀", "n": 123456789012345678901234567890},
     {"role": "assistant", "content": [{"type": "text", "text": "ok\nline two"}]},
 ]
-NAME = re.compile(r"(?P<session>.+)_\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{6}\.jsonl")
+ENVELOPE = (
+    b'\xef\xbb\xbf{\n  "model": "m",\n  "system": "be brief",\n  "tools": [],\n'
+    b'  "messages": [\n    {"role": "user", "content": "hi"}\n  ]\n}\n'
+)
+STAMP = r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{6}"
+DATA_NAME = re.compile(rf"(?P<session>.+)_{STAMP}\.(original|result|replaced)\.jsonl?")
 
 
 def fixed_clock() -> datetime:
     return MOMENT
 
 
-def test_file_name_and_layout(tmp_path: Path, golden) -> None:
+def names_in(directory: Path) -> list[str]:
+    return sorted(os.listdir(directory))
+
+
+def test_result_file_name_and_layout(tmp_path: Path, golden) -> None:
     store = SnapshotStore(tmp_path / "snaps", clock=fixed_clock)
-    path = store.save("sess-1", MESSAGES)
-    assert path == tmp_path / "snaps" / "sess-1_2025-03-09T14-05-07-123456.jsonl"
+    path = store.save_result("sess-1", MESSAGES, Details(tokens=42))
+    assert path == tmp_path / "snaps" / "sess-1_2025-03-09T14-05-07-123456.result.jsonl"
     data = path.read_bytes()
     lines = data.decode("utf-8").splitlines()
     assert [json.loads(line) for line in lines] == MESSAGES  # one message a line, no header
     assert "列出文件 😀" in lines[1]  # non-ASCII unescaped
     assert data.endswith(b"\n")
     golden("snapshot.jsonl", path.name + "\n" + data.decode())
+    meta = json.loads(path.with_name(path.name + ".meta").read_bytes())
+    assert meta == {
+        "session": "sess-1",
+        "kind": "result",
+        "time": MOMENT.astimezone().isoformat(),
+        "source": None,
+        "size": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "mode": None,
+        "messages": 3,
+        "tokens": 42,
+        "shape": "jsonl",
+    }
+
+
+def test_an_original_keeps_the_input_byte_for_byte(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path, clock=fixed_clock)
+    path = store.save_original("s", ENVELOPE, Details("envelope", 1, 3), tmp_path / "in.json")
+    assert path.name == "s_2025-03-09T14-05-07-123456.original.json"  # JSON, not JSONL
+    assert path.read_bytes() == ENVELOPE
+    [snapshot] = store.snapshots()
+    assert (snapshot.kind, snapshot.shape, snapshot.messages, snapshot.tokens) == (
+        "original",
+        "envelope",
+        1,
+        3,
+    )
+    assert snapshot.source == str(tmp_path / "in.json")
+    assert snapshot.read() == ENVELOPE
 
 
 def test_default_clock_is_local_time_with_microseconds(tmp_path: Path) -> None:
     before = datetime.now().replace(microsecond=0)
-    path = SnapshotStore(tmp_path).save("s", [])
+    path = SnapshotStore(tmp_path).save_result("s", [])
     after = datetime.now()
-    stamp = datetime.strptime(path.name[2:-6], "%Y-%m-%dT%H-%M-%S-%f")
+    stamp = datetime.strptime(path.name[2:28], "%Y-%m-%dT%H-%M-%S-%f")
     assert before <= stamp <= after
 
 
 def test_modes_file_0600_new_directory_0700(tmp_path: Path) -> None:
     old_umask = os.umask(0)  # even with a permissive umask
     try:
-        path = SnapshotStore(tmp_path / "new", clock=fixed_clock).save("s", MESSAGES)
+        path = SnapshotStore(tmp_path / "new", clock=fixed_clock).save_result("s", MESSAGES)
     finally:
         os.umask(old_umask)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.with_name(path.name + ".meta").stat().st_mode) == 0o600
     assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o700
 
 
@@ -67,16 +111,16 @@ def test_existing_directory_keeps_its_mode(tmp_path: Path) -> None:
     directory = tmp_path / "shared"
     directory.mkdir(mode=0o755)
     os.chmod(directory, 0o755)
-    SnapshotStore(directory, clock=fixed_clock).save("s", [])
+    SnapshotStore(directory, clock=fixed_clock).save_result("s", [])
     assert stat.S_IMODE(directory.stat().st_mode) == 0o755
 
 
 def test_never_overwrites_the_same_moment_gets_the_next_microsecond(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path, clock=fixed_clock)
-    first = store.save("s", [{"role": "user", "content": "first"}])
-    second = store.save("s", [{"role": "user", "content": "second"}])
-    assert first.name == "s_2025-03-09T14-05-07-123456.jsonl"
-    assert second.name == "s_2025-03-09T14-05-07-123457.jsonl"
+    first = store.save_result("s", [{"role": "user", "content": "first"}])
+    second = store.save_result("s", [{"role": "user", "content": "second"}])
+    assert first.name == "s_2025-03-09T14-05-07-123456.result.jsonl"
+    assert second.name == "s_2025-03-09T14-05-07-123457.result.jsonl"
     assert json.loads(first.read_text())["content"] == "first"
     assert json.loads(second.read_text())["content"] == "second"
 
@@ -84,15 +128,15 @@ def test_never_overwrites_the_same_moment_gets_the_next_microsecond(tmp_path: Pa
 def test_no_temporary_files_are_left(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path / "s", clock=fixed_clock)
     for _ in range(3):
-        store.save("s", MESSAGES)
-    names = os.listdir(tmp_path / "s")
-    assert len(names) == 3
-    assert all(NAME.fullmatch(name) for name in names)
+        store.save_result("s", MESSAGES)
+    names = names_in(tmp_path / "s")
+    assert len(names) == 6  # three snapshots, three .meta files
+    assert all(DATA_NAME.fullmatch(name.removesuffix(".meta")) for name in names)
 
 
 def _save_in_thread(store: SnapshotStore, barrier: threading.Barrier, number: int, out: list):
     barrier.wait()
-    out.append(store.save("same", [{"role": "user", "content": f"writer {number}"}]))
+    out.append(store.save_result("same", [{"role": "user", "content": f"writer {number}"}]))
 
 
 def test_eight_threads_at_the_same_moment_all_succeed(tmp_path: Path) -> None:
@@ -113,7 +157,8 @@ def _save_in_process(directory: str, barrier, number: int, queue) -> None:
     store = SnapshotStore(Path(directory), clock=fixed_clock)
     barrier.wait()
     try:
-        queue.put(str(store.save("same", [{"role": "user", "content": f"writer {number}"}])))
+        saved = store.save_result("same", [{"role": "user", "content": f"writer {number}"}])
+        queue.put(str(saved))
     except Exception as error:  # reported to the test, which fails on it
         queue.put(f"error: {error!r}")
 
@@ -141,13 +186,98 @@ def assert_eight_distinct_snapshots(saved: list[Path]) -> None:
     assert len(set(saved)) == 8
     stamps = sorted(path.name for path in saved)
     expected = [
-        f"same_{(MOMENT + timedelta(microseconds=n)).strftime('%Y-%m-%dT%H-%M-%S-%f')}.jsonl"
+        f"same_{(MOMENT + timedelta(microseconds=n)).strftime('%Y-%m-%dT%H-%M-%S-%f')}.result.jsonl"
         for n in range(8)
     ]
     assert stamps == expected
     writers = sorted(json.loads(path.read_text())["content"] for path in saved)
     assert writers == [f"writer {n}" for n in range(8)]
-    assert sorted(os.listdir(saved[0].parent)) == expected  # and nothing else
+    metas = [name + ".meta" for name in expected]
+    assert names_in(saved[0].parent) == sorted(expected + metas)  # and nothing else
+    store = SnapshotStore(saved[0].parent)
+    assert all(snapshot.sha256 for snapshot in store.snapshots())  # each its own .meta
+
+
+# --- keeping a file that is replaced in place (SESSIONS.md §8.4) ---------------------------------
+
+
+def session_file(tmp_path: Path, data: bytes = ENVELOPE, mode: int = 0o640) -> Path:
+    file = tmp_path / "project" / "session.json"
+    file.parent.mkdir(exist_ok=True)
+    file.write_bytes(data)
+    os.chmod(file, mode)
+    return file
+
+
+def test_keep_original_links_the_old_inode_and_the_rename_detaches_it(tmp_path: Path) -> None:
+    file = session_file(tmp_path)
+    inode = file.stat().st_ino
+    store = SnapshotStore(tmp_path / "snaps", clock=fixed_clock)
+    session = session_id_for_file(file)
+    with store.keep_original(file, session, Details("envelope", 1, 9)) as status:
+        assert status.st_ino == inode and status.st_nlink == 2  # a link, not a copy
+        atomic_write(file, b"[]\n")
+    [snapshot] = store.snapshots()
+    assert snapshot.path.stat().st_ino == inode  # the old inode is the snapshot now
+    assert snapshot.path.stat().st_nlink == 1
+    assert file.stat().st_ino != inode and file.read_bytes() == b"[]\n"
+    assert snapshot.read() == ENVELOPE
+    assert stat.S_IMODE(snapshot.path.stat().st_mode) == 0o600  # only the store's, now
+    assert stat.S_IMODE(file.stat().st_mode) == 0o640  # the new file keeps the file's mode
+    assert (snapshot.kind, snapshot.session_id, snapshot.mode) == ("original", session, 0o640)
+    assert snapshot.source == str(file) and snapshot.size == len(ENVELOPE)
+    assert snapshot.sha256 == hashlib.sha256(ENVELOPE).hexdigest()
+    assert snapshot.path.name == f"{session}_2025-03-09T14-05-07-123456.original.json"
+
+
+def test_keep_original_the_link_changes_the_ctime_it_reports(tmp_path: Path) -> None:
+    file = session_file(tmp_path)
+    before = file.stat()
+    store = SnapshotStore(tmp_path / "snaps")
+    with store.keep_original(file, "s") as status:
+        after = file.stat()
+    assert status.st_ctime_ns == after.st_ctime_ns
+    assert (status.st_mtime_ns, status.st_size) == (before.st_mtime_ns, before.st_size)
+
+
+def test_keep_original_is_removed_when_the_replacement_fails(tmp_path: Path) -> None:
+    file = session_file(tmp_path)
+    store = SnapshotStore(tmp_path / "snaps")
+    with pytest.raises(OutputError, match="changed"), store.keep_original(file, "s"):
+        raise OutputError(f"{file}: file changed while it was being compacted, left as is")
+    assert names_in(tmp_path / "snaps") == []
+    assert file.read_bytes() == ENVELOPE and file.stat().st_nlink == 1
+
+
+def test_keep_original_copies_across_filesystems(tmp_path: Path) -> None:
+    """/dev/shm is a tmpfs on Linux: a hard link from there into tmp_path fails (EXDEV)."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() and not os.environ.get("CI"):
+        pytest.skip("no /dev/shm here")
+    directory = Path(tempfile.mkdtemp(dir=shm, prefix="ctxpack-test-"))
+    try:
+        file = session_file(directory, b'{"role":"user","content":"x"}\n')
+        store = SnapshotStore(tmp_path / "snaps")
+        with store.keep_original(file, "s") as status:
+            assert status.st_nlink == 1  # not linked
+            atomic_write(file, b"")
+        [snapshot] = store.snapshots()
+        assert snapshot.read() == b'{"role":"user","content":"x"}\n'
+        assert stat.S_IMODE(snapshot.path.stat().st_mode) == 0o600
+        assert snapshot.path.name.endswith(".original.jsonl")
+    finally:
+        for path in sorted(directory.rglob("*"), reverse=True):
+            path.rmdir() if path.is_dir() else path.unlink()
+        directory.rmdir()
+
+
+def test_a_snapshot_changed_afterwards_is_refused(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path)
+    path = store.save_original("s", ENVELOPE, Details("envelope"))
+    path.write_bytes(ENVELOPE + b" ")
+    [snapshot] = store.snapshots()
+    with pytest.raises(InputError, match="changed since it was taken"):
+        snapshot.read()
 
 
 # --- session ids ---------------------------------------------------------------------------------
@@ -183,16 +313,18 @@ def test_valid_session_ids(session_id: str) -> None:
     ],
 )
 def test_invalid_session_ids_are_refused_not_rewritten(tmp_path: Path, session_id: str) -> None:
-    with pytest.raises(ConfigError, match="invalid session id"):
+    with pytest.raises(UsageError, match="invalid session id"):
         check_session_id(session_id)
     store = SnapshotStore(tmp_path / "snaps", clock=fixed_clock)
-    with pytest.raises(ConfigError):
-        store.save(session_id, MESSAGES)
+    with pytest.raises(UsageError):
+        store.save_result(session_id, MESSAGES)
+    with pytest.raises(UsageError):
+        store.select(session_id)
     assert not (tmp_path / "snaps").exists()  # refused before anything was created
 
 
 @pytest.mark.parametrize(
-    ("file", "session_id"),
+    ("file", "name"),
     [
         ("chat.json", "chat"),
         ("dir/chat.jsonl", "chat"),
@@ -200,16 +332,34 @@ def test_invalid_session_ids_are_refused_not_rewritten(tmp_path: Path, session_i
         ("对话.json", "--"),
         (".hidden.json", "-hidden"),
         ("a.b.json", "a.b"),
-        ("x" * 200 + ".json", "x" * 128),
+        ("x" * 200 + ".json", "x" * 119),
     ],
 )
-def test_session_id_for_in_place_files(file: str, session_id: str) -> None:
-    result = session_id_for_file(Path(file))
-    assert result == session_id
+def test_session_id_for_in_place_files(tmp_path: Path, file: str, name: str) -> None:
+    path = tmp_path / file
+    digest = hashlib.sha256(os.fsencode(os.path.realpath(path))).hexdigest()[:8]
+    result = session_id_for_file(path)
+    assert result == f"{name}-{digest}"
     assert check_session_id(result) == result
 
 
-# --- listing and loading -------------------------------------------------------------------------
+def test_same_name_in_two_folders_two_stable_ids(tmp_path: Path) -> None:
+    a, b = tmp_path / "projA" / "session.json", tmp_path / "projB" / "session.json"
+    assert session_id_for_file(a) != session_id_for_file(b)
+    assert session_id_for_file(a).startswith("session-")
+    assert session_id_for_file(a) == session_id_for_file(a)
+
+
+def test_session_id_follows_links_and_relative_paths(tmp_path: Path) -> None:
+    real = session_file(tmp_path)
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    os.chdir(real.parent)
+    assert session_id_for_file(link) == session_id_for_file(real)
+    assert session_id_for_file(Path("session.json")) == session_id_for_file(real)
+
+
+# --- listing and selecting -----------------------------------------------------------------------
 
 
 class Ticking:
@@ -223,57 +373,76 @@ class Ticking:
         return self.now
 
 
-def test_snapshots_newest_first_and_newest_of_a_session(tmp_path: Path) -> None:
+def test_snapshots_newest_first_and_selected(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path, clock=Ticking())
-    a1 = store.save("a", [{"role": "user", "content": "a1"}])
-    b1 = store.save("b", [{"role": "user", "content": "b1"}])
-    a2 = store.save("a", [{"role": "user", "content": "a2"}])
+    a1 = store.save_original("a", b"[]\n", Details("array"), tmp_path / "x.json")
+    b1 = store.save_result("b", [{"role": "user", "content": "b1"}])
+    a2 = store.save_result("a", [{"role": "user", "content": "a2"}])
     (tmp_path / "notes.txt").write_text("not a snapshot")
     (tmp_path / ".a.123.xyz.ctxpack-tmp").write_text("a temporary file")
-    assert [info.path for info in store.snapshots()] == [a2, b1, a1]
-    assert [info.session_id for info in store.snapshots()] == ["a", "b", "a"]
-    assert store.newest("a").path == a2
-    assert store.load(store.newest("a")) == [{"role": "user", "content": "a2"}]
-    assert store.load(store.newest("b")) == [{"role": "user", "content": "b1"}]
+    assert [snapshot.path for snapshot in store.snapshots()] == [a2, b1, a1]
+    assert [snapshot.session_id for snapshot in store.snapshots()] == ["a", "b", "a"]
+    assert [snapshot.path for snapshot in store.select("a")] == [a2, a1]
+    assert [snapshot.path for snapshot in store.select("a", "original")] == [a1]
+    assert store.select(source=tmp_path / "x.json") == []  # under another session's id
+    x = store.save_original(
+        session_id_for_file(tmp_path / "x.json"), b"[]\n", Details("array"), tmp_path / "x.json"
+    )
+    assert [snapshot.path for snapshot in store.select(source=tmp_path / "x.json")] == [x]
+    assert store.select("c") == []
 
 
 def test_session_ids_with_underscores_and_stamps_are_told_apart(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path, clock=Ticking())
-    store.save("a_b", [])
-    store.save("a", [])
-    assert sorted(info.session_id for info in store.snapshots()) == ["a", "a_b"]
+    store.save_result("a_b", [])
+    store.save_result("a", [])
+    assert sorted(snapshot.session_id for snapshot in store.snapshots()) == ["a", "a_b"]
 
 
-def test_load_gives_back_what_was_saved(tmp_path: Path) -> None:
+def test_snapshots_of_earlier_versions_are_listed_as_unknown(tmp_path: Path) -> None:
+    old = tmp_path / "chat_2025-03-09T14-05-07-123456.jsonl"
+    old.write_bytes(b'{"role":"user","content":"x"}\n')
+    [snapshot] = SnapshotStore(tmp_path).snapshots()
+    assert (snapshot.session_id, snapshot.kind, snapshot.sha256) == ("chat", "unknown", None)
+    assert snapshot.read() == old.read_bytes()
+
+
+def test_a_lost_meta_file_still_lists_the_snapshot(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path, clock=fixed_clock)
-    store.save("s", MESSAGES)
-    assert store.load(store.newest("s")) == MESSAGES
-    store.save("empty", [])
-    assert store.load(store.newest("empty")) == []
+    path = store.save_result("s", MESSAGES)
+    path.with_name(path.name + ".meta").write_text("{torn")
+    [snapshot] = store.snapshots()
+    assert (snapshot.kind, snapshot.messages) == ("result", None)
+
+
+def test_remove_takes_the_meta_file_too(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "snaps", clock=fixed_clock)
+    store.save_result("s", MESSAGES)
+    store.remove(store.snapshots()[0])
+    assert names_in(tmp_path / "snaps") == []
 
 
 def test_missing_directory_has_no_snapshots(tmp_path: Path) -> None:
-    store = SnapshotStore(tmp_path / "none")
-    assert store.snapshots() == []
-    with pytest.raises(InputUnreadable, match="no snapshot of session 'x'"):
-        store.newest("x")
+    assert SnapshotStore(tmp_path / "none").snapshots() == []
 
 
-def test_newest_refuses_a_bad_session_id(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError):
-        SnapshotStore(tmp_path).newest("../etc")
+def test_unreadable_directory_is_an_input_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(InputUnreadable, match="file"):
+        SnapshotStore(blocker).snapshots()
 
 
 def test_directory_that_is_a_file_is_an_output_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    with pytest.raises(OutputError, match=r"file: cannot write snapshot"):
-        SnapshotStore(blocker).save("s", MESSAGES)
+    with pytest.raises(OutputError, match=r"file: snapshot: cannot write"):
+        SnapshotStore(blocker).save_result("s", MESSAGES)
     assert blocker.read_text() == "x"
 
 
 def test_lone_surrogate_survives_a_snapshot(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path, clock=fixed_clock)
     messages = [{"role": "user", "content": "a\ud800b"}]
-    store.save("s", messages)
-    assert store.load(store.newest("s")) == messages
+    path = store.save_result("s", messages)
+    assert parse(path.read_bytes()).messages == messages

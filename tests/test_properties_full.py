@@ -52,7 +52,7 @@ def check_compacted(messages: list[Message], result: list[Message], summary: str
 @given(data=st.data())
 def test_fixed_text_provider(data: st.DataObject) -> None:
     messages = data.draw(st.sampled_from(STYLES).flatmap(full_conversations))
-    micro = FullSettings(keep_recent=data.draw(keep_recent))
+    micro = FullSettings(lang="zh", keep_recent=data.draw(keep_recent))
     before = copy.deepcopy(messages)
     provider = RecordingProvider("摘要 ok")
     result = full_compact(messages, provider, micro)
@@ -81,7 +81,7 @@ def test_extractive_provider(data: st.DataObject) -> None:
     messages = data.draw(st.sampled_from(STYLES).flatmap(full_conversations))
     max_tokens = data.draw(st.sampled_from([50, 300, 2000]))
     before = copy.deepcopy(messages)
-    settings = FullSettings(max_tokens=max_tokens, keep_recent=data.draw(keep_recent))
+    settings = FullSettings(lang="zh", max_tokens=max_tokens, keep_recent=data.draw(keep_recent))
     result = full_compact(messages, ExtractiveSummarizer(), settings)
     assert messages == before
     if result.status == "compacted":

@@ -20,6 +20,7 @@ import pytest
 from helpers import CORPUS, CTXPACK, corpus_files, dumps, fingerprint, run
 
 from cli.exit_codes import ExitStatus
+from compactor_core.snapshots import session_id_for_file
 
 BIG = CORPUS / "cc_entire_1284c080.json"  # 1 MB
 MEDIUM = CORPUS / "cc_kimi_516b7270.json"  # 120 kB, Chinese
@@ -379,8 +380,10 @@ def test_odd_valid_json_survives_in_place(tmp_path: Path, transcripts: Path) -> 
     assert compacted[0] == odd[0]
     assert compacted[0]["n"] == 123456789012345678901234567890
     assert compacted[2]["content"][0]["content"] == "[truncated: bash result, 12 chars]"
-    restored = run("restore", "--session-id", "odd")
+    restored = run("restore", "--session-id", session_id_for_file(path))
     assert json.loads(restored.stdout) == messages
+    assert run("restore", path).returncode == 0
+    assert path.read_bytes() == data
 
 
 # --- pipes ---------------------------------------------------------------------------------------
@@ -536,7 +539,8 @@ def test_in_place_on_corpus_copies_with_snapshots_and_restore(tmp_path: Path) ->
     assert b"Traceback" not in result.stderr
     assert stat.S_IMODE(snaps.stat().st_mode) == 0o700
     names = sorted(os.listdir(snaps))
-    assert [name.rsplit("_", 1)[0] for name in names] == sorted(c.stem for c in copies)
+    data = [name for name in names if not name.endswith(".meta")]
+    assert [name.rsplit("_", 1)[0] for name in data] == sorted(map(session_id_for_file, copies))
     for name in names:
         assert stat.S_IMODE((snaps / name).stat().st_mode) == 0o600
     for copy, source in zip(copies, corpus_files(), strict=True):
@@ -544,11 +548,17 @@ def test_in_place_on_corpus_copies_with_snapshots_and_restore(tmp_path: Path) ->
         original = json.loads(source.read_bytes())
         assert len(compacted) == len(original)
         assert compacted != original
-        restored = run("restore", "--transcript-dir", snaps, "--session-id", copy.stem)
+        session = session_id_for_file(copy)
+        restored = run("restore", "--transcript-dir", snaps, "--session-id", session)
         assert restored.returncode == 0
         assert json.loads(restored.stdout) == original
     listing = run("restore", "--list", "--transcript-dir", snaps).stdout.decode().splitlines()
-    assert sorted(line.split("\t")[0] for line in listing) == sorted(c.stem for c in copies)
+    sessions = sorted(line.split("\t")[1] for line in listing)
+    assert sessions == sorted(map(session_id_for_file, copies))
+    restored = run("restore", "--transcript-dir", snaps, *copies)
+    assert restored.returncode == 0, restored.stderr
+    for copy, source in zip(copies, corpus_files(), strict=True):
+        assert copy.read_bytes() == source.read_bytes()
 
 
 def test_in_place_backup_suffix(tmp_path: Path) -> None:
@@ -562,17 +572,17 @@ def test_in_place_backup_suffix(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("session_id", ["a/b", "..", "../../etc", "nul\x01"])
-def test_session_ids_with_slashes_or_dots_are_refused_with_78(
+def test_session_ids_with_slashes_or_dots_are_a_usage_error(
     session_id: str, tmp_path: Path, transcripts: Path
 ) -> None:
     path = tmp_path / "chat.json"
     path.write_bytes(dumps(CHAT))
     before = fingerprint(path)
     result = run("micro", "--in-place", "--session-id", session_id, path)
-    assert result.returncode == ExitStatus.CONFIG
+    assert result.returncode == ExitStatus.USAGE
     assert_one_line_error(result, "invalid session id")
     assert fingerprint(path) == before
     assert not transcripts.exists()
     restore = run("restore", "--session-id", session_id)
-    assert restore.returncode == ExitStatus.CONFIG
+    assert restore.returncode == ExitStatus.USAGE
     assert_one_line_error(restore, "invalid session id")

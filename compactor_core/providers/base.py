@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..formats import Message
@@ -17,6 +17,9 @@ class SummaryRequest:
     max_tokens: int
     messages: list[Message]  # the history being summarized (micro-compacted, as sent)
     lang: str = "zh"
+    # The conversation as it came, before micro compaction: a provider that reads the history
+    # itself (extractive) looks up there how an old command ended. Never sent anywhere.
+    original: list[Message] = field(default_factory=list)
 
 
 class Summarizer(Protocol):

@@ -1,13 +1,16 @@
-"""The built-in summarizer: offline, deterministic, and fast (SPEC §7).
+"""The built-in summarizer: offline, deterministic, and fast (SPEC §7, issue 10).
 
 It writes the six parts the prompt asks for — goal, work done, key constraints, important file
 paths, key tool results (errors first), what is needed to continue — from the messages themselves:
-user requests quoted, tool calls counted, files read and written listed, errors picked out, the
-last assistant plan kept. The summary takes at most a quarter of the history it reads (a previous
-summary counts whole) unless its essential lines need more, and never more than ``max_tokens``,
-all by the estimate; when everything does not fit, the least important lines go first. A previous
-summary of this format (a rolling compaction) is merged section by section, so its facts, file
-paths above all, carry forward.
+the user's own requests quoted (never text the harness injected, see ``boilerplate``), what was
+done newest first (files edited with the gist of the edit, commands with their outcome, test runs,
+decisions; ``worklog``), every file path given to a tool, errors picked out, and always the latest
+request, the errors still open and the next step. The summary takes at most a quarter of the
+history it reads (a previous summary counts whole) unless its essential lines need more, and never
+more than ``max_tokens``, all by the estimate; when everything does not fit, the least important
+lines go first, and among equals the oldest. A previous summary of this format (a rolling
+compaction) is merged section by section, so its facts, file paths above all, carry forward, and
+its first request stays the only one so labelled.
 """
 
 from __future__ import annotations
@@ -15,16 +18,27 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..boilerplate import ACKNOWLEDGEMENTS, user_texts
 from ..estimate import estimate, quarters_to_tokens, text_quarters
 from ..formats import Message
 from ..micro import is_marker
-from ..prompts import PROMPTS, SUMMARY_PREFIX
-from ..text import clip as one_line
-from ..tools import UNKNOWN_TOOL, blocks, is_block, tool_names
+from ..prompts import SUMMARY_PREFIX
+from ..tools import UNKNOWN_TOOL, blocks, is_block
 from .base import SummaryRequest
+from .worklog import (
+    Call,
+    clip,
+    command_of,
+    error_line,
+    failed,
+    is_test_run,
+    paths_in,
+    work_line,
+    writes,
+)
 
 SECTIONS = {
     "zh": ("目标", "已完成工作", "关键约束", "重要文件路径", "工具执行结果要点", "后续所需上下文"),
@@ -42,50 +56,79 @@ LABELS = {
     "zh": {
         "first": "最初请求",
         "later": "后续请求",
-        "calls": "工具调用",
-        "modified": "已修改",
-        "error": "出错",
-        "plan": "最近计划",
         "last": "最新请求",
+        "same": "即最初请求",
+        "state": "最近回复",
+        "next": "下一步",
+        "answer": "回应最新请求",
+        "open": "未解决的错误",
         "unanswered": "尚无结果的调用",
         "earlier": "更早的摘要",
+        "looked": "查看过",
+        "decided": "决定",
+        "modified": "已修改",
+        "error": "出错",
+        "failed": "失败",
+        "ok": "成功",
+        "passed": "通过",
+        "no_result": "尚无结果",
+        "ran": "运行",
+        "tests": "测试",
+        "lines": "行",
+        "removed": "删除",
+        "whitespace": "仅空白变化",
         "truncated": "条较早的工具结果已截断",
-        "failed": "出错的调用（结果已截断）",
     },
     "en": {
         "first": "First request",
         "later": "Later request",
-        "calls": "Tool calls",
-        "modified": "modified",
-        "error": "error",
-        "plan": "Latest plan",
         "last": "Latest request",
+        "same": "the first request",
+        "state": "Latest reply",
+        "next": "Next step",
+        "answer": "answer the latest request",
+        "open": "Open error",
         "unanswered": "Calls without a result yet",
         "earlier": "Earlier summary",
+        "looked": "Looked at",
+        "decided": "Decided",
+        "modified": "modified",
+        "error": "error",
+        "failed": "failed",
+        "ok": "ok",
+        "passed": "passed",
+        "no_result": "no result yet",
+        "ran": "Ran",
+        "tests": "Tests",
+        "lines": "lines",
+        "removed": "removed",
+        "whitespace": "whitespace only",
         "truncated": "older tool results truncated",
-        "failed": "Failed calls (results truncated)",
     },
 }
 
-PATH_KEYS = frozenset({"path", "file_path", "filename", "notebook_path", "filepath", "paths"})
-WRITING_TOOL = re.compile(r"(?i)edit|write|create|replace|patch|insert|move|delete|rm\b|notebook")
-ERROR_LINE = re.compile(
-    r"(?i)\b(error|exception|traceback|failed|failure|fatal|panic|denied|not found)\b"
-    r"|exit (code|status) [1-9]|错误|失败|异常"
-)
 CONSTRAINT = re.compile(
     r"(?i)\b(must|never|do not|don't|should|shouldn't|without|only|keep|avoid|make sure|ensure|"
     r"required?|no need)\b|不要|必须|不能|不得|保持|只能|务必|禁止|避免|确保|别"
 )
+DECISION = re.compile(
+    r"(?i)\b(decided|decision|instead of|rather than|going with|we'll use|i'll use|chose|"
+    r"the fix is|root cause)\b|决定|改为|改用|根因|原因是"
+)
+PLAN = re.compile(
+    r"(?i)\b(next|then|remaining|todo|still need|i'll|i will|let me)\b|接下来|下一步|然后"
+)
 SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s|\n")
+CODE_FENCE = re.compile(r"```.*?(```|$)", re.S)
 PATH_IN_TEXT = re.compile(r"(?:[\w.~-]*/)+[\w.-]+\.\w+")
 
 FIRST_REQUEST_CHARS = 1200
+LATEST_CHARS = 600
 LINE_CHARS = 240
+CONSTRAINT_CHARS = 300  # a longer "sentence" is a pasted log or code, not a rule
+OPEN_ERRORS = 3
 SHARE = 4  # the summary takes at most 1/SHARE of the (new) history it reads ...
 MIN_TOKENS = 256  # ... but may always take this much
-ACKNOWLEDGEMENTS = frozenset(prompts.acknowledgement for prompts in PROMPTS.values())
-SINGLE_WORD = re.compile(r"[A-Za-z_]+")
 
 
 @dataclass
@@ -93,19 +136,19 @@ class Line:
     section: int
     text: str
     priority: int  # lower survives longer when the budget is tight
+    rank: int = 0  # among equal priorities, lower survives longer (newest first: minus the age)
 
 
 @dataclass
 class Facts:
     """What the summary is made of, gathered in one pass over the history."""
 
-    requests: list[str] = field(default_factory=list)
-    calls: list[tuple[str, Any]] = field(default_factory=list)  # (tool name, input)
+    requests: list[str] = field(default_factory=list)  # the user's own words, oldest first
+    calls: list[Call] = field(default_factory=list)
     results: list[tuple[str, str, bool]] = field(default_factory=list)  # (tool, text, is_error)
     assistant_texts: list[str] = field(default_factory=list)
-    previous: str | None = None
-    answered: set = field(default_factory=set)
-    call_ids: list[tuple[Any, str]] = field(default_factory=list)
+    previous: str | None = None  # our own previous summary, or a model's
+    earlier: list[str] = field(default_factory=list)  # summaries a harness sent as user turns
 
 
 class ExtractiveSummarizer:
@@ -115,7 +158,7 @@ class ExtractiveSummarizer:
 
     def summarize(self, request: SummaryRequest) -> str:
         lang = request.lang if request.lang in SECTIONS else "en"
-        facts = gather(request.messages)
+        facts = gather(request.messages, tool_outputs(request.original))
         lines = compose(facts, lang)
         budget = summary_budget(request.messages, facts, lines, request.max_tokens, lang)
         return render(fit(lines, budget, lang), lang)
@@ -126,7 +169,7 @@ def summary_budget(
 ) -> int:
     """Tokens the summary may take, never more than ``max_tokens``: a quarter of what is new plus
     a previous summary whole, or what the essential lines (priority 0 and 1: the goal, the file
-    paths, the plan) need, if that is more.
+    paths, the latest request, the next step) need, if that is more.
 
     A summary as long as the history it replaces saves nothing (and the no-gain guard refuses it);
     one that shrinks a previous summary again at every rolling compaction would wear its facts
@@ -140,52 +183,86 @@ def summary_budget(
     essential = headings + sum(
         text_quarters([line.text]) + 4 for line in lines if line.priority <= 1
     )
-    return min(max_tokens, max(MIN_TOKENS, target, quarters_to_tokens(essential)))
+    wanted = max(MIN_TOKENS, target, quarters_to_tokens(essential))
+    # never as big as the history itself, which the no-gain guard would refuse whole
+    return min(max_tokens, wanted, max(MIN_TOKENS, estimate(messages) - 1))
 
 
 # --- gathering -----------------------------------------------------------------------------------
 
 
-def gather(messages: list[Message]) -> Facts:
+def gather(messages: list[Message], outputs: dict[str, str] | None = None) -> Facts:
+    """The facts of ``messages``; ``outputs`` are the tool results before micro compaction, by
+    call id, so that old commands still tell how they ended."""
     facts = Facts()
-    names = tool_names(messages)
+    calls: dict[Any, Call] = {}
     for index, message in enumerate(messages):
         role = message.get("role")
-        text = text_of(message.get("content"))
-        if index == 0 and role == "user" and text.startswith(SUMMARY_PREFIX):
-            facts.previous = text[len(SUMMARY_PREFIX) :]
+        if index == 0 and role == "user" and _text_of(message).startswith(SUMMARY_PREFIX):
+            facts.previous = _text_of(message)[len(SUMMARY_PREFIX) :]
             continue
-        if index == 1 and facts.previous is not None and text in ACKNOWLEDGEMENTS:
-            continue  # the acknowledgement of the previous summary says nothing new
         if role == "tool":
-            call_id = message.get("tool_call_id")
-            facts.answered.add(call_id)
-            facts.results.append((names.get(call_id, UNKNOWN_TOOL), text, False))
+            _answer(calls, facts, message.get("tool_call_id"), message.get("content"), False, False)
             continue
-        _gather_blocks(message, names, facts)
-        if role == "user" and text.strip():
-            facts.requests.append(text.strip())
-        elif role == "assistant" and text.strip():
-            facts.assistant_texts.append(text.strip())
-        for call in message.get("tool_calls") or ():
-            function = call.get("function") or {}
-            name = function.get("name") if isinstance(function.get("name"), str) else UNKNOWN_TOOL
-            facts.calls.append((name, _arguments(function.get("arguments"))))
-            facts.call_ids.append((call.get("id"), name))
+        for block in blocks(message):
+            if is_block(block, "tool_use"):
+                _call(calls, facts, block.get("id"), block.get("name"), block.get("input"))
+            elif is_block(block, "tool_result"):
+                error, flagged = bool(block.get("is_error")), "is_error" in block
+                _answer(
+                    calls, facts, block.get("tool_use_id"), block.get("content"), error, flagged
+                )
+        for tool_call in message.get("tool_calls") or ():
+            function = tool_call.get("function") or {}
+            arguments = _arguments(function.get("arguments"))
+            _call(calls, facts, tool_call.get("id"), function.get("name"), arguments)
+        if role == "user":
+            for text in user_texts(message):
+                facts.requests.extend([text.written] if text.written else [])
+                facts.earlier.extend([text.earlier_summary] if text.earlier_summary else [])
+        elif role == "assistant" and _text_of(message).strip() not in ("", *ACKNOWLEDGEMENTS):
+            facts.assistant_texts.append(_text_of(message).strip())
+    facts.calls = [_with_output(call, outputs or {}) for call in facts.calls]
     return facts
 
 
-def _gather_blocks(message: Message, names: dict, facts: Facts) -> None:
-    for block in blocks(message):
-        if is_block(block, "tool_use"):
-            name = block.get("name") if isinstance(block.get("name"), str) else UNKNOWN_TOOL
-            facts.calls.append((name, block.get("input")))
-            facts.call_ids.append((block.get("id"), name))
-        elif is_block(block, "tool_result"):
-            call_id = block.get("tool_use_id")
-            facts.answered.add(call_id)
-            tool = names.get(call_id, UNKNOWN_TOOL)
-            facts.results.append((tool, text_of(block.get("content")), bool(block.get("is_error"))))
+def tool_outputs(messages: list[Message]) -> dict[str, str]:
+    """The text of each tool result in ``messages``, by the id of the call it answers."""
+    outputs = {}
+    for message in messages:
+        if message.get("role") == "tool":
+            outputs[message.get("tool_call_id")] = _text_of(message)
+        for block in blocks(message):
+            if is_block(block, "tool_result"):
+                outputs[block.get("tool_use_id")] = _content_text(block.get("content"))
+    return {call_id: text for call_id, text in outputs.items() if isinstance(call_id, str)}
+
+
+def _call(calls: dict, facts: Facts, call_id: Any, name: Any, arguments: Any) -> None:
+    call = Call(
+        len(facts.calls), call_id, name if isinstance(name, str) else UNKNOWN_TOOL, arguments
+    )
+    facts.calls.append(call)
+    if isinstance(call_id, str):
+        calls[call_id] = call
+
+
+def _answer(
+    calls: dict, facts: Facts, call_id: Any, content: Any, is_error: bool, flagged: bool
+) -> None:
+    call = calls.get(call_id) if isinstance(call_id, str) else None
+    text = _content_text(content)
+    facts.results.append((call.name if call else UNKNOWN_TOOL, text, is_error))
+    if call is not None:
+        answered = replace(call, answered=True, result=text, is_error=is_error, flagged=flagged)
+        facts.calls[call.position] = calls[call_id] = answered
+
+
+def _with_output(call: Call, outputs: dict) -> Call:
+    original = outputs.get(call.call_id) if isinstance(call.call_id, str) else None
+    if call.answered and is_marker(call.result) and isinstance(original, str):
+        return replace(call, result=original)
+    return call
 
 
 def _arguments(arguments: Any) -> Any:
@@ -197,7 +274,7 @@ def _arguments(arguments: Any) -> Any:
     return arguments
 
 
-def text_of(content: Any) -> str:
+def _content_text(content: Any) -> str:
     """The readable text of a content: a string, or the text blocks of a list."""
     if isinstance(content, str):
         return content
@@ -210,21 +287,8 @@ def text_of(content: Any) -> str:
     return "\n".join(parts)
 
 
-def paths_in(value: Any) -> list[str]:
-    """File paths given to a tool: the values of path-like keys, at any depth of its input."""
-    found: list[str] = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key in PATH_KEYS and isinstance(item, str) and item.strip():
-                found.append(item.strip())
-            elif key in PATH_KEYS and isinstance(item, list):
-                found.extend(path for path in item if isinstance(path, str) and path.strip())
-            else:
-                found.extend(paths_in(item))
-    elif isinstance(value, list):
-        for item in value:
-            found.extend(paths_in(item))
-    return found
+def _text_of(message: Message) -> str:
+    return _content_text(message.get("content"))
 
 
 # --- composing -----------------------------------------------------------------------------------
@@ -232,42 +296,89 @@ def paths_in(value: Any) -> list[str]:
 
 def compose(facts: Facts, lang: str) -> list[Line]:
     label = LABELS[lang]
-    lines: list[Line] = []
-    if facts.previous is not None:
-        lines.extend(carried_forward(facts.previous, lang))
-    if facts.requests:
-        first, *later = facts.requests
-        lines.append(Line(GOAL, f"{label['first']}: “{clip(first, FIRST_REQUEST_CHARS)}”", 0))
-        lines.extend(Line(GOAL, f"{label['later']}: “{clip(text)}”", 4) for text in later)
-    lines.extend(_work_lines(facts, label))
-    lines.extend(Line(CONSTRAINTS, clip(sentence), 3) for sentence in constraints(facts.requests))
-    lines.extend(_path_lines(facts, label))
-    lines.extend(_result_lines(facts, label))
-    lines.extend(_next_lines(facts, label))
+    carried = carried_forward(facts.previous, lang) if facts.previous is not None else []
+    has_first = any(line.text.startswith(FIRST_LABELS) for line in carried)
+    lines = [
+        *_carried(carried, facts, label),
+        *_goal_lines(facts, label, has_first),
+        *_work_lines(facts, label),
+        *(line for line in carried if line.section == WORK),
+        *(Line(CONSTRAINTS, clip(text, LINE_CHARS), 2) for text in constraints(facts.requests)),
+        *(line for line in carried if line.section == CONSTRAINTS),
+        *_path_lines(facts, label),
+        *(line for line in carried if line.section == PATHS),
+        *_result_lines(facts, label),
+        *(line for line in carried if line.section == RESULTS),
+        *_next_lines(facts, label, carried),
+    ]
     return _unique(lines)
 
 
+def _carried(carried: list[Line], facts: Facts, label: dict[str, str]) -> list[Line]:
+    """The previous summary's goal lines; its latest request becomes a later one under a newer."""
+    lines = [line for line in carried if line.section == GOAL]
+    if facts.requests:
+        lines.extend(
+            Line(GOAL, f"{label['later']}: {line.text.split(': ', 1)[1]}", 4)
+            for line in carried
+            if line.section == NEXT and line.text.startswith(LATEST_LABELS)
+        )
+    return lines
+
+
+def _goal_lines(facts: Facts, label: dict[str, str], has_first: bool) -> list[Line]:
+    lines = [
+        Line(GOAL, f"{label['earlier']}: {clip(earlier, 600)}", 4, -age)
+        for age, earlier in enumerate(reversed(facts.earlier))
+    ]
+    requests = list(facts.requests)
+    if requests and not has_first:
+        first = requests.pop(0)
+        lines.append(Line(GOAL, f"{label['first']}: “{clip(first, FIRST_REQUEST_CHARS)}”", 0))
+    count = len(requests)
+    lines.extend(
+        Line(GOAL, f"{label['later']}: “{clip(text, LINE_CHARS)}”", 4, index - count)
+        for index, text in enumerate(requests)
+    )
+    return lines
+
+
 def _work_lines(facts: Facts, label: dict[str, str]) -> list[Line]:
-    lines = []
-    if facts.calls:
-        counts = Counter(name for name, _ in facts.calls)
-        summary = ", ".join(f"{name} ×{count}" for name, count in counts.most_common())
-        lines.append(Line(WORK, f"{label['calls']}: {summary}", 1))
+    """What was done, newest first: edits, commands and tests with their outcome, decisions."""
+    done = [text for text in (work_line(call, label) for call in reversed(facts.calls)) if text]
+    lines = [  # the newest is essential: what the next agent builds on
+        Line(WORK, clip(text, LINE_CHARS), 1 if age == 0 else 3, age)
+        for age, text in enumerate(done)
+    ]
+    decisions = [sentence for text in facts.assistant_texts for sentence in decided(text)]
+    lines.extend(
+        Line(WORK, clip(f"{label['decided']}: {sentence}", LINE_CHARS), 5, -age)
+        for age, sentence in enumerate(reversed(decisions))
+    )
+    looked = Counter(call.name for call in facts.calls if work_line(call, label) is None)
+    if looked:
+        counts = ", ".join(f"{name} ×{count}" for name, count in looked.most_common())
+        lines.append(Line(WORK, f"{label['looked']}: {counts}", 6))
     truncated = sum(1 for _, text, _ in facts.results if is_marker(text))
     if truncated:
-        lines.append(Line(WORK, f"{truncated} {label['truncated']}", 6))
-    for name, arguments in facts.calls:
-        if writes(name, arguments) or _command(arguments):
-            lines.append(Line(WORK, clip(f"{name}: {_call_gist(arguments)}"), 5))
-    lines.extend(Line(WORK, clip(first_sentence(text)), 6) for text in facts.assistant_texts)
+        lines.append(Line(WORK, f"{truncated} {label['truncated']}", 7))
     return lines
+
+
+def decided(text: str) -> list[str]:
+    return [
+        sentence.strip()
+        for sentence in SENTENCE_END.split(CODE_FENCE.sub("", text))
+        if sentence and DECISION.search(sentence) and len(sentence.strip()) <= CONSTRAINT_CHARS
+    ]
 
 
 def _path_lines(facts: Facts, label: dict[str, str]) -> list[Line]:
     modified: dict[str, bool] = {}
-    for name, arguments in facts.calls:
-        for path in paths_in(arguments):
-            modified[path] = modified.get(path, False) or writes(name, arguments)
+    for call in facts.calls:
+        for path in paths_in(call.arguments):
+            changed = writes(call.name, call.arguments) and not failed(call)
+            modified[path] = modified.get(path, False) or changed
     return [
         Line(PATHS, f"{path} ({label['modified']})" if changed else path, 1)
         for path, changed in modified.items()
@@ -275,78 +386,111 @@ def _path_lines(facts: Facts, label: dict[str, str]) -> list[Line]:
 
 
 def _result_lines(facts: Facts, label: dict[str, str]) -> list[Line]:
-    errors, others = [], []
-    failed = Counter(tool for tool, text, is_error in facts.results if is_error and is_marker(text))
-    if failed:
-        counts = ", ".join(f"{tool} ×{count}" for tool, count in failed.most_common())
-        errors.append(Line(RESULTS, f"{label['failed']}: {counts}", 2))
-    for tool, text, is_error in facts.results:
-        if is_error and is_marker(text):
-            continue  # counted above: the marker says nothing about the error
-        key = error_line(text)
-        if is_error or (key and not is_marker(text)):
-            gist = key or first_line(text)
-            errors.append(Line(RESULTS, clip(f"{tool} ({label['error']}): {gist}"), 2))
-        elif text.strip() and not is_marker(text):
-            others.append(Line(RESULTS, clip(f"{tool}: {first_line(text)}"), 7))
+    """Errors that were resolved later (the open ones are in "needed to continue"), newest
+    first, then the newest readable results."""
+    open_positions = {call.position for call in open_errors(facts.calls)}
+    errors = [
+        Line(
+            RESULTS,
+            clip(f"{call.name} ({label['error']}): {_error_gist(call)}", LINE_CHARS),
+            5,
+            -age,
+        )
+        for age, call in enumerate(reversed(facts.calls))
+        if call.answered and failed(call) and call.position not in open_positions
+    ]
+    others = [
+        Line(RESULTS, clip(f"{tool}: {first_line(text)}", LINE_CHARS), 7)
+        for tool, text, is_error in facts.results
+        if text.strip() and not is_marker(text) and not is_error and error_line(text) is None
+    ]
     return errors + others[-10:]
 
 
-def _next_lines(facts: Facts, label: dict[str, str]) -> list[Line]:
-    lines = []
+def open_errors(calls: list[Call]) -> list[Call]:
+    """Failed calls not followed by a success of the same command or on the same file, nor by
+    a test run that passed (green tests close what came before them)."""
+    latest: dict[str, Call] = {}
+    for call in calls:
+        if not call.answered:
+            continue
+        if is_test_run(call) and not failed(call):
+            latest.clear()
+        latest[_subject(call)] = call
+    return [call for call in latest.values() if failed(call)]
+
+
+def _subject(call: Call) -> str:
+    if is_test_run(call):
+        return "tests"  # the latest test run tells whether the tests fail
+    command = command_of(call.arguments)
+    if command is not None and " " in command.strip():
+        return "command:" + " ".join(command.split())
+    paths = paths_in(call.arguments)
+    return "path:" + paths[0] if paths else "tool:" + call.name
+
+
+def _error_gist(call: Call) -> str:
+    """The command or file, and the error line when the result can still be read."""
+    subject = command_of(call.arguments) or ", ".join(paths_in(call.arguments))
+    gist = None if is_marker(call.result) else error_line(call.result) or first_line(call.result)
+    subject = f"`{clip(subject, 100)}`" if subject else ""
+    return ": ".join(part for part in (subject, gist) if part)
+
+
+def _next_lines(facts: Facts, label: dict[str, str], carried: list[Line]) -> list[Line]:
+    """Always the latest request, the errors still open and the next step.
+
+    A previous summary's last part stands while nothing new has happened; once the user or the
+    assistant has said more, only its open errors are kept (as results), the rest is replaced."""
+    previous = [line for line in carried if line.section == NEXT]
+    if not facts.requests and not facts.assistant_texts and not facts.calls:
+        return previous
+    lines = [Line(RESULTS, line.text, 3) for line in previous if line.text.startswith(OPEN_LABELS)]
+    if len(facts.requests) > 1 or (facts.requests and carried):
+        latest = f"“{clip(facts.requests[-1], LATEST_CHARS)}”"
+        lines.append(Line(NEXT, f"{label['last']}: {latest}", 0))
+    elif facts.requests:
+        lines.append(Line(NEXT, f"{label['last']}: {label['same']}", 0))
+    else:
+        lines.extend(line for line in previous if line.text.startswith(LATEST_LABELS))
+    for age, call in enumerate(reversed(open_errors(facts.calls)[-OPEN_ERRORS:])):
+        text = clip(f"{label['open']}: {call.name} {_error_gist(call)}", 400)
+        lines.append(Line(NEXT, text, 0, -age))
     if facts.assistant_texts:
-        lines.append(Line(NEXT, f"{label['plan']}: {clip(facts.assistant_texts[-1], 600)}", 1))
-    if len(facts.requests) > 1:
-        lines.append(Line(NEXT, f"{label['last']}: “{clip(facts.requests[-1], 600)}”", 1))
-    unanswered = [name for call_id, name in facts.call_ids if call_id not in facts.answered]
+        reply = clip(facts.assistant_texts[-1], LATEST_CHARS)
+        lines.append(Line(NEXT, f"{label['state']}: {reply}", 1))
+    lines.append(Line(NEXT, f"{label['next']}: {next_step(facts, label)}", 0))
+    unanswered = [call.name for call in facts.calls if not call.answered]
     if unanswered:
         lines.append(Line(NEXT, f"{label['unanswered']}: {', '.join(unanswered)}", 2))
     return lines
 
 
+def next_step(facts: Facts, label: dict[str, str]) -> str:
+    """The plan the assistant stated last, if its last reply states one; else the latest request."""
+    if facts.assistant_texts:
+        plans = [s for s in SENTENCE_END.split(facts.assistant_texts[-1]) if s and PLAN.search(s)]
+        if plans:
+            return clip(plans[-1].strip(), LINE_CHARS)
+    return label["answer"]
+
+
 def constraints(requests: list[str]) -> list[str]:
+    """The user's rules: sentences of their requests (code and pasted logs left out) that say
+    must, never, only, keep …; questions are not rules."""
     found = []
     for request in requests:
-        for sentence in SENTENCE_END.split(request):
-            if sentence and CONSTRAINT.search(sentence) and len(sentence.strip()) > 3:
-                found.append(sentence.strip())
+        for sentence in SENTENCE_END.split(CODE_FENCE.sub("", request)):
+            sentence = (sentence or "").strip()
+            if (
+                len(sentence) > 3
+                and len(sentence) <= CONSTRAINT_CHARS
+                and not sentence.endswith(("?", "？"))
+                and CONSTRAINT.search(sentence)
+            ):
+                found.append(sentence)
     return found
-
-
-def _command(arguments: Any) -> str | None:
-    if isinstance(arguments, dict) and isinstance(arguments.get("command"), str):
-        return arguments["command"]
-    return None
-
-
-def writes(name: str, arguments: Any) -> bool:
-    """Whether a call changes files: a one-word ``command`` decides (an editor tool's ``view``
-    or ``str_replace``), else the tool's name."""
-    command = _command(arguments)
-    if command is not None and SINGLE_WORD.fullmatch(command):
-        return bool(WRITING_TOOL.search(command))
-    return bool(WRITING_TOOL.search(name))
-
-
-def _call_gist(arguments: Any) -> str:
-    command = _command(arguments)
-    paths = ", ".join(paths_in(arguments))
-    if command and paths:
-        return f"{command} {paths}"
-    if command or paths:
-        return command or paths
-    return json.dumps(arguments, ensure_ascii=False)
-
-
-def error_line(text: str) -> str | None:
-    """The first line that reports an error, and the next if it only introduces it (``ERROR:``)."""
-    lines = [line.strip() for line in text[:20000].splitlines() if line.strip()]
-    for index, line in enumerate(lines):
-        if ERROR_LINE.search(line):
-            if line.endswith(":") and index + 1 < len(lines):
-                return f"{line} {lines[index + 1]}"
-            return line
-    return None
 
 
 def first_line(text: str) -> str:
@@ -354,17 +498,6 @@ def first_line(text: str) -> str:
         if line.strip():
             return line.strip()
     return ""
-
-
-def first_sentence(text: str) -> str:
-    for sentence in SENTENCE_END.split(text):
-        if sentence and sentence.strip():
-            return sentence.strip()
-    return ""
-
-
-def clip(text: str, limit: int = LINE_CHARS) -> str:
-    return one_line(text, limit)
 
 
 def _unique(lines: list[Line]) -> list[Line]:
@@ -379,9 +512,20 @@ def _unique(lines: list[Line]) -> list[Line]:
 
 # --- a previous summary --------------------------------------------------------------------------
 
+FIRST_LABELS = tuple(f"{labels['first']}: " for labels in LABELS.values())
+LATEST_LABELS = tuple(f"{labels['last']}: " for labels in LABELS.values())
+OPEN_LABELS = tuple(f"{labels['open']}: " for labels in LABELS.values())
+# Lines of a previous summary's last part that a newer one replaces (not carried as they are).
+SUPERSEDED = tuple(
+    f"{labels[key]}: " for labels in LABELS.values() for key in ("last", "state", "next", "open")
+)
+
 
 def carried_forward(previous: str, lang: str) -> list[Line]:
-    """Lines of a previous summary, each under its section; anything else kept whole in the goal."""
+    """Lines of a previous summary, each under its section; anything else kept whole in the goal.
+
+    Its first request stays the first; its latest request, latest reply, next step and open
+    errors are priority 1 in the last part, for ``_next_lines`` to keep or replace."""
     headings = {
         heading: index for names in SECTIONS.values() for index, heading in enumerate(names)
     }
@@ -391,7 +535,14 @@ def carried_forward(previous: str, lang: str) -> list[Line]:
         if raw.startswith("## ") and raw[3:].strip() in headings:
             section = headings[raw[3:].strip()]
         elif raw.startswith("- ") and section is not None:
-            lines.append(Line(section, raw[2:], 1 if section in (PATHS, GOAL) else 3))
+            text = raw[2:]
+            if text.startswith(FIRST_LABELS):
+                priority = 0
+            elif section in (PATHS, GOAL) or text.startswith(SUPERSEDED):
+                priority = 1
+            else:
+                priority = 3 if section == RESULTS else 4
+            lines.append(Line(section, text, priority))
     if lines:
         return lines
     # not one of ours: keep its text, and every path it names
@@ -405,9 +556,10 @@ def carried_forward(previous: str, lang: str) -> list[Line]:
 def fit(lines: list[Line], max_tokens: int, lang: str) -> list[Line]:
     """The most important lines that fit in ``max_tokens``, in their original order.
 
-    Lines are taken by priority (earlier first among equals); one that does not fit is passed
-    over, so a shorter, less important line may still make it in. A line of priority 0 (the first
-    request) is shortened instead: to half the budget at most, and to what is left if need be.
+    Lines are taken by priority (by rank, then earlier first, among equals); one that does not
+    fit is passed over, so a shorter, less important line may still make it in. A line of
+    priority 0 (the first request) is shortened instead: to half the budget at most, and to what
+    is left if need be.
     """
     budget = max_tokens * 4 - text_quarters(f"## {heading}\n\n" for heading in SECTIONS[lang])
     lines = [
@@ -418,7 +570,7 @@ def fit(lines: list[Line], max_tokens: int, lang: str) -> list[Line]:
     ]
     chosen: set[int] = set()
     used = 0
-    for index in sorted(range(len(lines)), key=lambda i: (lines[i].priority, i)):
+    for index in sorted(range(len(lines)), key=lambda i: (lines[i].priority, lines[i].rank, i)):
         cost = text_quarters([lines[index].text]) + 4  # "- " and the line break
         if used + cost > budget and lines[index].priority == 0:
             lines[index] = Line(

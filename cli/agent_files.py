@@ -1,0 +1,92 @@
+"""The commands on an agent's session file that is not rewritten in place: to stdout or ``-o``,
+and ``estimate``. Batches (``--in-place``, ``-O``) go through the core's batch module instead.
+"""
+
+from __future__ import annotations
+
+import io as bytes_io
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from compactor_core.agents.base import AgentFormat
+from compactor_core.agents.in_place import SessionSettings, open_file, report, transform
+from compactor_core.agents.registry import MESSAGES
+from compactor_core.agents.session import Session, detect, index_session, load_view
+from compactor_core.agents.write import session_chunks
+from compactor_core.atomic import atomic_write_chunks, write_chunks
+from compactor_core.batch import FileReport
+from compactor_core.estimate import breakdown
+from compactor_core.pipeline import Job
+from compactor_core.providers.base import Summarizer
+
+from . import io
+
+
+@dataclass
+class Opened:
+    """An input that is an agent's session file, open for reading."""
+
+    handle: BinaryIO
+    format: AgentFormat
+    label: str
+
+
+@contextmanager
+def opened(name: str, format_name: str) -> Iterator[Opened | io.Input]:
+    """The input as an agent's session file, or (a conversation of messages) as read whole."""
+    if format_name == MESSAGES:
+        yield io.read_input(name)
+        return
+    label = io.label(name)
+    if name == io.STDIN:  # read twice, so kept in memory
+        given = io.read_input(name)
+        handle: BinaryIO = bytes_io.BytesIO(given.data)
+    else:
+        handle = open_file(Path(name), label)
+    with handle:
+        agent_format = detect(handle, format_name, label)
+        if agent_format is None:
+            yield given if name == io.STDIN else io.read_input(name)
+        else:
+            yield Opened(handle, agent_format, label)
+
+
+def stream(
+    source: Opened,
+    job: Job,
+    settings: SessionSettings,
+    provider: Summarizer | None,
+    output: str | None,
+) -> FileReport:
+    """The command's result, the whole new file, to stdout or (atomically) to ``output``."""
+    session, outcome = transform(
+        source.handle, source.format, source.label, job, settings, provider
+    )
+    chunks = session_chunks(source.handle, session, outcome)
+    if output and output != io.STDIN:
+        atomic_write_chunks(Path(output), chunks)
+    else:
+        io.write_stdout(b"")  # anything buffered goes first
+        write_chunks(sys.stdout.fileno(), chunks, "<stdout>")
+    return report(source.label, outcome)
+
+
+def index(source: Opened) -> Session:
+    return index_session(source.handle, source.format, source.label)
+
+
+def estimate_report(source: Opened, session: Session) -> dict[str, Any]:
+    """``estimate --json`` of a session file: the view's breakdown, and the file's make-up."""
+    messages = load_view(source.handle, session)
+    return {
+        **breakdown(messages),
+        "format": source.format.name,
+        "bytes": session.size,
+        "records": session.records(),
+        "lines": len(session.infos),
+        "bytes_by_type": session.bytes_by_kind(),
+    }

@@ -1,0 +1,203 @@
+"""``ctxpack check`` and ``ctxpack sessions``: the agents' session files, read only (SPEC §8.3)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import io, options
+from .exit_codes import ExitStatus, status_for
+
+# --- check ---------------------------------------------------------------------------------------
+
+
+@click.command(
+    epilog=options.epilog(
+        "ctxpack check ~/.claude/projects/-home-me-app/SESSION.jsonl",
+        "ctxpack check --json rollout-*.jsonl | jq .problems",
+    )
+)
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@options.format_option
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per file, for scripts.")
+def check(files: tuple[str, ...], format_name: str, as_json: bool) -> None:
+    """Check session files (and conversations) for damage; exit 1 if any problem is found.
+
+    Read only: torn or invalid lines, records of another format, duplicate ids, dangling
+    parents, tool results without their call and calls without their result in the view.
+    """
+    from compactor_core.errors import CtxpackError
+    from compactor_core.formats import dumps
+
+    failures: list[ExitStatus] = []
+    for name in files:
+        try:
+            report = _check_one(name, format_name)
+        except CtxpackError as error:
+            if len(files) == 1:
+                raise
+            io.warn(str(error))
+            failures.append(status_for(error))
+            continue
+        if report["problems"]:
+            failures.append(ExitStatus.NOT_OVER)
+        if as_json:
+            io.write_stdout(dumps(report) + b"\n")
+        else:
+            io.write_stdout("".join(line + "\n" for line in _check_lines(report)).encode())
+    if failures:
+        sys.exit(failures[0] if len(set(failures)) == 1 else ExitStatus.NOT_OVER)
+
+
+def _check_one(name: str, format_name: str) -> dict[str, Any]:
+    from compactor_core.agents.check import problems
+    from compactor_core.agents.registry import agent_formats
+    from compactor_core.agents.session import index_session
+    from compactor_core.errors import InputError
+
+    from .agent_files import Opened, opened
+
+    with opened(name, format_name) as given:
+        if isinstance(given, Opened):
+            others = [other for other in agent_formats() if other.name != given.format.name]
+            session = index_session(given.handle, given.format, given.label, others)
+            found = problems(session)
+            return {
+                "file": given.label,
+                "format": given.format.name,
+                "bytes": session.size,
+                "lines": len(session.infos),
+                "records": session.records(),
+                "view_messages": len(session.view),
+                "tokens": session.tokens,
+                "problems": [{"line": p.line, "kind": p.kind, "detail": p.detail} for p in found],
+            }
+        report: dict[str, Any] = {"file": given.label, "format": "messages"}
+        report["bytes"] = len(given.data)
+        try:
+            conversation = given.parse()
+        except InputError as error:
+            return {**report, "problems": [{"line": 0, "kind": "invalid", "detail": str(error)}]}
+        from compactor_core.estimate import estimate
+
+        messages = conversation.messages
+        tokens = estimate(messages, conversation.system)
+        return {**report, "messages": len(messages), "tokens": tokens, "problems": []}
+
+
+def _check_lines(report: dict[str, Any]) -> list[str]:
+    label = report["file"]
+    parts = [report["format"], f"{report['bytes']} bytes"]
+    if "records" in report:
+        parts.append(f"{report['records']} records")
+        parts.append(f"view: {report['view_messages']} messages, {report['tokens']} tokens")
+    elif "tokens" in report:
+        parts.append(f"{report['messages']} messages, {report['tokens']} tokens")
+    found = report["problems"]
+    verdict = f"{len(found)} problem{'s' * (len(found) != 1)}" if found else "healthy"
+    lines = [f"{label}: {', '.join(parts)}: {verdict}"]
+    for problem in found:
+        place = f"line {problem['line']}: " if problem["line"] else ""
+        lines.append(f"{label}: {place}{problem['kind']}: {problem['detail']}")
+    return lines
+
+
+# --- sessions ------------------------------------------------------------------------------------
+
+
+@click.command(
+    epilog=options.epilog(
+        "ctxpack sessions --over 100000                 # the ones worth shrinking",
+        "ctxpack sessions --agent codex --json",
+    )
+)
+@click.option(
+    "--agent",
+    type=click.Choice(["claude", "codex"]),
+    help="Only this agent's sessions [default: every agent's].",
+)
+@click.option(
+    "--over",
+    type=click.IntRange(min=0),
+    metavar="TOKENS",
+    help="Only sessions whose conversation is estimated at more than TOKENS.",
+)
+@options.min_idle_option
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per session, for scripts.")
+def sessions(agent: str | None, over: int | None, min_idle: float, as_json: bool) -> None:
+    """List the agents' sessions on this machine, newest first.
+
+    Claude Code's from $CLAUDE_CONFIG_DIR (default ~/.claude), Codex's from $CODEX_HOME
+    (default ~/.codex): agent, id, project, size, estimate, last change, in use, path.
+    """
+    from compactor_core.agents.listing import list_sessions
+    from compactor_core.agents.registry import agent_formats
+    from compactor_core.formats import dumps
+
+    homes = [
+        (agent_format, _home(agent_format.home_variable, agent_format.home_default))
+        for agent_format in agent_formats()
+        if agent in (None, agent_format.agent)
+    ]
+    found = list_sessions(homes, time.time(), min_idle)
+    if over is not None:
+        found = [entry for entry in found if entry.tokens is not None and entry.tokens > over]
+    if as_json:
+        for entry in found:
+            row = {
+                "agent": entry.agent,
+                "id": entry.session_id,
+                "project": entry.project,
+                "path": str(entry.path),
+                "bytes": entry.size,
+                "tokens": entry.tokens,
+                "modified": datetime.fromtimestamp(entry.mtime).astimezone().isoformat(),
+                "in_use": entry.in_use,
+            }
+            io.write_stdout(dumps(row) + b"\n")
+        return
+    rows = [["AGENT", "ID", "PROJECT", "SIZE", "TOKENS", "CHANGED", "IN USE", "PATH"]]
+    for entry in found:
+        rows.append(
+            [
+                entry.agent,
+                entry.session_id,
+                entry.project,
+                _size(entry.size),
+                "?" if entry.tokens is None else str(entry.tokens),
+                datetime.fromtimestamp(entry.mtime).strftime("%Y-%m-%d %H:%M"),
+                "yes" if entry.in_use else "no",
+                str(entry.path),
+            ]
+        )
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
+    text = "".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+        + "  "
+        + row[-1]
+        + "\n"
+        for row in rows
+    )
+    io.write_stdout(text.encode())
+
+
+def _home(variable: str, default: str) -> Path:
+    value = os.environ.get(variable)
+    return Path(value) if value else Path.home() / default
+
+
+def _size(size: int) -> str:
+    if size < 1024:
+        return f"{size}B"
+    value = size / 1024
+    for unit in ("K", "M"):
+        if value < 1024:
+            return f"{value:.1f}{unit}"
+        value /= 1024
+    return f"{value:.1f}G"

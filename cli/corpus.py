@@ -1,0 +1,52 @@
+"""``estimate`` over folders and prefixes: a line per file (``-r``), or statistics (``--summary``).
+
+The statistics are computed where the batch runs (``-j`` local processes, ``--engine dask``, or
+``--scheduler``): each task tallies a chunk of the listing and the tallies are merged here as
+they come back. A file that cannot be read or parsed is reported on stderr as a local file would
+be and left out of the figures; the exit status is then its error's (65, 66), or 1 when the
+failures differ, as for a batch.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from compactor_core.batch import DEFAULT_GLOBS
+from compactor_core.corpus_stats import Tally, render
+from compactor_core.formats import dumps
+from compactor_core.remote import ObjectTarget
+
+from . import io, scale
+from .exit_codes import ExitStatus, status_for
+
+
+def expand(names: Sequence[str], globs: Sequence[str]) -> tuple[str, ...]:
+    """The files named and those in the folders or prefixes named, as estimate reads them."""
+    return tuple(
+        target.name if isinstance(target, ObjectTarget) else str(target.path)
+        for target in scale.targets_of(names, True, tuple(globs) or DEFAULT_GLOBS)
+    )
+
+
+def summarize(names: Sequence[str], bareagent: bool, as_json: bool, **listing: Any) -> None:
+    """Print the corpus statistics (text, or one JSON object with ``--json``)."""
+    from compactor_core.distributed import chunks, estimate_chunk, stream
+
+    globs = tuple(listing["globs"]) or DEFAULT_GLOBS
+    targets = scale.targets_of(names, listing["recursive"], globs)
+    tally, failures = Tally(), []
+    with scale.pool(listing["engine"], listing["scheduler"], listing["jobs"]) as where:
+        for part, errors in stream(where, estimate_chunk, chunks(targets), (bareagent,)):
+            tally.merge(part)
+            for error in errors:
+                io.warn(str(error))
+                failures.append(status_for(error))
+    summary = tally.summary()
+    if as_json:
+        io.write_stdout(dumps({**summary, "failed": len(failures)}) + b"\n")
+    else:
+        io.write_stdout(render(summary, len(failures)).encode() + b"\n")
+    if failures:
+        sys.exit(failures[0] if len(set(failures)) == 1 else ExitStatus.NOT_OVER)

@@ -1,0 +1,241 @@
+"""``ctxpack restore``: put files back, print a snapshot, list snapshots, prune them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from compactor_core import defaults
+from compactor_core.errors import CtxpackError
+
+from . import io, options
+from .exit_codes import ExitStatus, combined, status_for
+
+if TYPE_CHECKING:
+    from compactor_core.restore import Choice
+    from compactor_core.snapshots import Snapshot, SnapshotStore
+
+# Shapes ``restore --session-id`` prints as a JSON array of messages; an agent's session file
+# is printed as it was (its own format: ``restore FILE`` puts it back where it was).
+_MESSAGE_SHAPES = (None, "array", "envelope", "jsonl")
+
+
+@click.command(
+    epilog=options.epilog(
+        "ctxpack restore session.json                   # the original of the last --in-place",
+        "ctxpack restore --list",
+        "ctxpack restore --session-id my-session > back.json",
+        "ctxpack restore --prune --keep 5 --older-than 30d",
+    )
+)
+@click.argument("files", nargs=-1, metavar="[FILE]...")
+@click.option("--session-id", help="Print this session's newest original as a JSON array.")
+@click.option("--result", is_flag=True, help="The newest result instead of the original.")
+@click.option(
+    "--nth",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="The Nth newest (1: newest).",
+)
+@click.option("--at", metavar="TIME", help="The snapshot taken at TIME, as --list shows it.")
+@click.option("--list", "list_snapshots", is_flag=True, help="List snapshots, newest first.")
+@click.option("--json", "as_json", is_flag=True, help="With --list: a JSON array.")
+@click.option("--prune", is_flag=True, help="Remove old snapshots (with --keep, --older-than).")
+@click.option("--keep", type=click.IntRange(min=0), metavar="N", help="Keep the N newest.")
+@click.option("--older-than", metavar="AGE", help="Remove only those older than 90s, 12h, 7d...")
+@click.option(
+    "--dry-run", is_flag=True, help="Say what would be restored or removed; change nothing."
+)
+@click.option(
+    "--transcript-dir",
+    type=click.Path(file_okay=False),
+    default=defaults.TRANSCRIPT_DIR,
+    show_default=True,
+    envvar="CTXPACK_TRANSCRIPT_DIR",
+)
+@click.option("--pretty", is_flag=True, help="Indent the JSON output.")
+def restore(
+    files: tuple[str, ...],
+    session_id: str | None,
+    result: bool,
+    nth: int,
+    at: str | None,
+    list_snapshots: bool,
+    as_json: bool,
+    prune: bool,
+    keep: int | None,
+    older_than: str | None,
+    dry_run: bool,
+    transcript_dir: str,
+    pretty: bool,
+) -> None:
+    """Put back the originals of files changed in place, or print, list or prune snapshots.
+
+    \b
+    ctxpack restore FILE...            each file as it was before the last in-place run
+    ctxpack restore --session-id ID    print that session's newest original (--result,
+                                       --nth N, --at TIME for another one)
+    ctxpack restore --list [--json]    every snapshot, newest first
+    ctxpack restore --prune --keep N   remove all but the N newest of each session
+    """
+    from compactor_core.restore import Choice
+    from compactor_core.snapshots import ORIGINAL, RESULT, SnapshotStore
+
+    store = SnapshotStore(Path(transcript_dir))
+    choice = Choice(RESULT if result else ORIGINAL, nth, at)
+    mode = _mode(files, session_id, list_snapshots, prune)
+    _check(mode, result, nth, at, as_json, keep, older_than, dry_run, pretty)
+    if mode == "files":
+        _restore_files(store, files, choice, dry_run)
+    elif mode == "list":
+        _list(store, session_id, as_json)
+    elif mode == "prune":
+        _prune(store, session_id, keep, older_than, dry_run)
+    else:
+        _print(store, session_id or "", choice, pretty)
+
+
+def _mode(files: tuple[str, ...], session_id: str | None, listing: bool, prune: bool) -> str:
+    modes = [
+        name
+        for name, given in (("files", bool(files)), ("list", listing), ("prune", prune))
+        if given
+    ]
+    if len(modes) > 1:
+        raise click.UsageError("give one of FILE..., --list or --prune")
+    if modes:
+        return modes[0]
+    if session_id is None:
+        raise click.UsageError("give FILE..., --session-id ID, --list or --prune")
+    return "print"
+
+
+def _check(
+    mode: str,
+    result: bool,
+    nth: int,
+    at: str | None,
+    as_json: bool,
+    keep: int | None,
+    older_than: str | None,
+    dry_run: bool,
+    pretty: bool,
+) -> None:
+    """Refuse every flag that does not apply to the mode, rather than ignore it."""
+    picking = result or nth != 1 or at is not None
+    pruning = keep is not None or older_than is not None
+    misplaced = [
+        ("--result", result and mode != "print"),
+        ("--nth or --at", picking and mode not in ("print", "files")),
+        ("--at with --nth", at is not None and nth != 1),
+        ("--json", as_json and mode != "list"),
+        ("--keep or --older-than", pruning and mode != "prune"),
+        ("--dry-run", dry_run and mode not in ("files", "prune")),
+        ("--pretty", pretty and mode != "print"),
+    ]
+    for flags, wrong in misplaced:
+        if wrong:
+            hint = {"files": "FILE...", "list": "--list", "prune": "--prune"}.get(mode, "")
+            raise click.UsageError(f"cannot use {flags} {f'with {hint}' if hint else 'here'}")
+
+
+def _restore_files(
+    store: SnapshotStore, files: tuple[str, ...], choice: Choice, dry_run: bool
+) -> None:
+    from compactor_core.restore import restore_file, snapshot_of_file
+
+    failures: list[ExitStatus] = []
+    for name in files:
+        try:
+            snapshot = snapshot_of_file(store, Path(name), choice)
+            done = restore_file(store, Path(name), snapshot, dry_run)
+        except CtxpackError as error:
+            io.warn(str(error))
+            failures.append(status_for(error))
+            continue
+        taken = f"the snapshot of {_when(snapshot)} ({snapshot.path})"
+        if done == "unchanged":
+            io.warn(f"{name}: already as in {taken}")
+        else:
+            io.warn(f"{name}: {done} from {taken}")
+        if done == "restored" and snapshot.shape not in _MESSAGE_SHAPES:
+            _tell_the_agent(Path(name), snapshot.shape or "")
+    if failures:
+        sys.exit(combined(failures))
+
+
+def _tell_the_agent(path: Path, format_name: str) -> None:
+    """Let an agent's format keep its own index of the session right (``after_replace``)."""
+    from compactor_core.agents.registry import agent_formats
+
+    for agent_format in agent_formats():
+        if agent_format.name != format_name:
+            continue
+        warning = agent_format.after_replace(path)
+        if warning:
+            io.warn(f"{path}: {warning}")
+
+
+def _when(snapshot: Snapshot) -> str:
+    return snapshot.moment.isoformat(sep=" ", timespec="seconds")
+
+
+def _print(store: SnapshotStore, session_id: str, choice: Choice, pretty: bool) -> None:
+    from compactor_core.formats import dumps, parse
+    from compactor_core.restore import choose
+
+    snapshot = choose(store.select(session_id), choice, f"session {session_id!r}")
+    data = snapshot.read()
+    if snapshot.shape in _MESSAGE_SHAPES:
+        data = dumps(parse(data, str(snapshot.path)).messages, pretty) + b"\n"
+    io.write_stdout(data)
+
+
+def _list(store: SnapshotStore, session_id: str | None, as_json: bool) -> None:
+    from compactor_core.formats import dumps
+
+    snapshots = store.select(session_id)
+    if as_json:
+        io.write_stdout(dumps([snapshot.as_dict() for snapshot in snapshots]) + b"\n")
+        return
+    lines = []
+    for snapshot in snapshots:
+        columns = (
+            snapshot.moment.isoformat(),
+            snapshot.session_id,
+            snapshot.kind,
+            _count(snapshot.messages),
+            _count(snapshot.tokens),
+            snapshot.source or "-",
+        )
+        lines.append("\t".join(columns) + "\n")
+    io.write_stdout("".join(lines).encode())
+
+
+def _count(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+def _prune(
+    store: SnapshotStore,
+    session_id: str | None,
+    keep: int | None,
+    older_than: str | None,
+    dry_run: bool,
+) -> None:
+    from datetime import datetime
+
+    from compactor_core.restore import parse_age, to_prune
+
+    age = parse_age(older_than) if older_than is not None else None
+    doomed = to_prune(store.select(session_id), keep, age, datetime.now())
+    for snapshot in doomed:
+        if not dry_run:
+            store.remove(snapshot)
+        io.write_stdout(f"{snapshot.path}\n".encode())
+    verb = "would remove" if dry_run else "removed"
+    io.warn(f"{verb} {len(doomed)} snapshots from {store.directory}")

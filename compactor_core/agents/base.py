@@ -1,0 +1,188 @@
+"""What a format module implements, so that every command works on that agent's session files.
+
+A session file is JSONL: one record a line. The framework (``session.py``) reads it twice, as a
+stream, and never holds more than one record body at a time:
+
+- **pass 1** parses each line and asks the format to ``index`` it: a small ``RecordInfo`` (its
+  ids, its kind, its place in the conversation) that is all that is kept of the record. The
+  framework adds what it derives from the record's ``messages`` (role, tool calls and results,
+  the estimate in quarter tokens) using the core's own rules (``tools``, ``estimate``);
+- the format's ``view`` then picks, from the infos alone, the records that make up the
+  conversation view (SPEC §8.2), grouped into the messages the agent would send its model;
+- **pass 2** copies every line that no rule changes byte for byte; a record that changes is
+  parsed again, changed through its ``messages`` (the core's micro compaction works on them),
+  stored back with ``store``, and re-serialized compactly with non-ASCII unescaped. Full
+  compaction appends the records the format's ``compaction_records`` returns.
+
+A new agent is one module with one ``AgentFormat`` subclass, listed in ``registry.FORMATS``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..formats import Message
+
+Record = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """One tool result a record holds: the call it answers and its size (SPEC §2 ``N``)."""
+
+    call_id: Any
+    chars: int  # code points of its content, as micro compaction counts them
+    is_marker: bool = False  # already truncated
+    part: int = 0  # which of the record's messages holds it
+
+
+@dataclass(slots=True)
+class RecordInfo:
+    """All that pass 1 keeps of one line: no body, so a 1 GB session indexes in a few MB.
+
+    The format's ``index`` sets ``kind``, ``id``, ``parent``, ``logical_parent``, ``turn``,
+    ``side`` and ``copies``; the framework sets the rest.
+    """
+
+    line: int  # 1-based line number
+    offset: int  # byte offset of the line in the file
+    length: int  # bytes of the line, its line ending included
+    kind: str = ""  # the record's type as the format names it; "invalid" / "blank" for non-records
+    id: str | None = None  # the record's own id (Claude Code ``uuid``), if the format has one
+    parent: str | None = None  # the id of the record it follows (``parentUuid``)
+    logical_parent: str | None = None  # across a compaction boundary (``logicalParentUuid``)
+    turn: Any = None  # records of one view message share it (Claude Code: ``message.id``)
+    side: bool = False  # outside the main conversation (a sidechain): never in the view
+    copies: tuple[Any, ...] = ()  # call ids whose output this record repeats for the UI
+    tag: Any = None  # a format's own detail about the record, for its ``view``
+    # --- set by the framework from ``messages`` ---
+    role: str | None = None  # role of its first message; None: it holds no message
+    calls: tuple[tuple[Any, str, int], ...] = ()  # (call id, tool name, part) of its calls
+    results: tuple[ToolResult, ...] = ()  # the tool results it holds
+    quarters: int = 0  # its messages' estimate, in quarter tokens (SPEC §1)
+    part_quarters: tuple[int, ...] = ()  # each message's, when it has more than one
+    problem: str | None = None  # why an invalid line is not a record
+
+
+@dataclass(frozen=True, slots=True)
+class ViewMessage:
+    """One message of the conversation view: the records (indexes into the infos) it is made of.
+
+    Their messages are joined into one, in order (the content lists concatenated), the way the
+    agent joins them before it sends them. ``parts``, if given, picks one message of each record
+    (an index into its ``messages``; None: all of them), for a record that holds many, such as a
+    compaction's replacement history.
+    """
+
+    records: tuple[int, ...]
+    parts: tuple[int | None, ...] | None = None
+
+    def pieces(self) -> list[tuple[int, int | None]]:
+        """``(record, part)`` pairs; part None: the whole record."""
+        return list(zip(self.records, self.parts or (None,) * len(self.records), strict=True))
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """What a full compaction hands the format to write: it returns the records to append."""
+
+    summary: str  # the provider's summary text
+    messages: list[Message]  # the core's rebuilt conversation (systems, summary, ack?, pending)
+    view: Sequence[ViewMessage]  # the view that was summarized
+    # the pending turn (SPEC §3.1) as (record, part) in view order, records parsed afresh
+    pending: Sequence[tuple[Record, int | None]]
+    last: Record | None  # the last record of the view, parsed (for session-wide keys)
+    infos: Sequence[RecordInfo]
+    tokens_before: int  # the view's estimate before compaction
+    now: datetime  # the time to stamp new records with (UTC, timezone-aware)
+    path: Path | None = None  # the session file, when there is one
+    new_id: Any = None  # a function () -> str giving fresh record ids (uuid4 by default)
+
+
+@dataclass(frozen=True)
+class SessionFile:
+    """A session found on this machine (``ctxpack sessions``)."""
+
+    path: Path
+    session_id: str
+    project: str  # where the agent ran (a folder), as well as it can be told
+
+
+@dataclass
+class Problem:
+    """Something ``check`` found; ``line`` is 0 for the whole file."""
+
+    line: int
+    kind: str  # torn-line, invalid-line, dangling-parent, orphan-result, unanswered-call, ...
+    detail: str
+
+
+class AgentFormat(ABC):
+    """One agent's session format. Stateless: one instance serves every file."""
+
+    name: ClassVar[str]  # the --format value: "claude-code"
+    agent: ClassVar[str]  # the agent, for `sessions --agent`: "claude"
+    home_variable: ClassVar[str]  # the environment variable naming its home: "CLAUDE_CONFIG_DIR"
+    home_default: ClassVar[str]  # its home under the user's home folder: ".claude"
+
+    # --- detection ---
+
+    @abstractmethod
+    def claims(self, record: Any) -> bool:
+        """Whether this parsed line is plainly one of this format's records (detection reads
+        the first records and never the file name)."""
+
+    # --- pass 1 ---
+
+    @abstractmethod
+    def index(self, record: Record, info: RecordInfo) -> None:
+        """Fill in ``info`` from ``record`` (an object): ``kind``, ids, ``turn``, ``side``,
+        ``copies``. Must not keep the record."""
+
+    @abstractmethod
+    def messages(self, record: Record) -> list[Message]:
+        """The record's part of the conversation, as messages in the core's shape (Anthropic
+        blocks or OpenAI style). Mutable parts may alias the record; either way ``store`` puts a
+        change made to them back. ``[]`` for a record that is not conversation."""
+
+    # --- the view ---
+
+    @abstractmethod
+    def view(self, infos: Sequence[RecordInfo]) -> list[ViewMessage]:
+        """The conversation view (SPEC §8.2) from the infos alone, oldest message first."""
+
+    # --- pass 2 ---
+
+    @abstractmethod
+    def store(self, record: Record, messages: list[Message], truncated: dict[Any, str]) -> None:
+        """Put ``messages`` (from ``messages(record)``, changed by the core) back into the
+        record. ``truncated`` maps the call ids whose results were just replaced by a marker to
+        their tool's name, so the record's own UI copies of them shrink too (keys stay, long
+        strings become the marker: ``ui_copies.shrink_strings``)."""
+
+    def shrink_copies(self, record: Record, truncated: dict[Any, str]) -> bool:
+        """Shrink the UI copies this record holds of the outputs whose call ids are keys of
+        ``truncated`` (values: the tool name); return whether anything changed. Only called for
+        records whose info lists ``copies``."""
+        return False
+
+    @abstractmethod
+    def compaction_records(self, compaction: Compaction) -> list[Record]:
+        """The records to append so the agent resumes from the summary, the way the agent's own
+        compaction writes them, followed by what it needs of the pending turn."""
+
+    # --- sessions on this machine ---
+
+    @abstractmethod
+    def session_files(self, home: Path) -> Iterator[SessionFile]:
+        """Every session file under the agent's home folder."""
+
+    def after_replace(self, path: Path) -> str | None:
+        """Keep the agent's own index of the session right once ``path`` was replaced (in place
+        or by ``restore``); a warning line if that failed (the new file stands either way)."""
+        return None

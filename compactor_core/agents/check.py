@@ -1,0 +1,76 @@
+"""``ctxpack check``: what is wrong with a session file, found from the index alone (SPEC §8.3).
+
+Read-only. Problems: a torn last line (the agent was killed while writing it) or an invalid line
+elsewhere, a record of another agent's format, a duplicate record id, a parent id (or logical
+parent) that no record has, and in the conversation view a tool result without its call or a
+call without its result. Blank lines are not problems: every agent skips them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .base import Problem
+from .session import INVALID, Session
+
+
+def problems(session: Session) -> list[Problem]:
+    found = [*_line_problems(session), *_id_problems(session), *_pair_problems(session)]
+    return sorted(found, key=lambda problem: problem.line)
+
+
+def _line_problems(session: Session) -> Iterator[Problem]:
+    last = len(session.infos) - 1
+    for index, info in enumerate(session.infos):
+        if info.kind == INVALID:
+            if index == last and not session.ends_with_newline:
+                yield Problem(info.line, "torn-line", f"torn last line: {info.problem}")
+            else:
+                yield Problem(info.line, "invalid-line", str(info.problem))
+        elif info.problem:  # a valid record that something else said is out of place
+            yield Problem(info.line, "foreign-record", info.problem)
+
+
+def _id_problems(session: Session) -> Iterator[Problem]:
+    first_line: dict[str, int] = {}
+    for info in session.infos:
+        if info.id is None:
+            continue
+        if info.id in first_line:
+            yield Problem(
+                info.line, "duplicate-id", f"id {info.id} is also on line {first_line[info.id]}"
+            )
+        else:
+            first_line[info.id] = info.line
+    for info in session.infos:
+        for what, value in (("parent", info.parent), ("logical parent", info.logical_parent)):
+            if value is not None and value not in first_line:
+                yield Problem(info.line, "dangling-parent", f"{what} {value} is in no record")
+
+
+def _pair_problems(session: Session) -> Iterator[Problem]:
+    """Calls and results of the view that have no partner in it."""
+    asked: dict[Any, int] = {}  # call id -> line, still waiting for its result
+    answered: set[Any] = set()
+    for message in session.view:
+        pieces = [(session.infos[index], part) for index, part in message.pieces()]
+        for info, part in pieces:
+            for result in info.results:
+                if part is not None and result.part != part:
+                    continue
+                if result.call_id in asked:
+                    del asked[result.call_id]
+                    answered.add(result.call_id)
+                elif result.call_id not in answered:
+                    yield Problem(
+                        info.line,
+                        "orphan-result",
+                        f"tool result for {result.call_id} without its call in the view",
+                    )
+        for info, part in pieces:
+            for call_id, _, call_part in info.calls:
+                if part is None or call_part == part:
+                    asked[call_id] = info.line
+    for call_id, line in asked.items():
+        yield Problem(line, "unanswered-call", f"tool call {call_id} has no result in the view")

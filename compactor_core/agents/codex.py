@@ -1,0 +1,488 @@
+"""Codex CLI rollouts: ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`` (SPEC §8.1).
+
+Each line is ``{timestamp, type, payload}`` (Codex 0.169 adds ``ordinal``, the line's number from
+0, and a top-level ``metadata``). A ``response_item`` payload is what the model saw or said: a
+``message`` (user, assistant, developer), a ``reasoning`` item, a tool call (``function_call``,
+``custom_tool_call``, ``local_shell_call``, …) or a call's output (``function_call_output``,
+``custom_tool_call_output``), the two paired by ``call_id``. ``event_msg`` records are for the UI;
+some repeat a tool's output (``exec_command_end``; in Codex 0.169 ``item_completed`` with a
+``CommandExecution`` item whose ``id`` is the call id). Every other type (``session_meta``,
+``turn_context``, ``world_state``, ``token_usage_record``, any type not known today) is kept.
+
+The view is what ``codex resume`` rebuilds: the newest ``compacted`` record's
+``replacement_history`` replaces everything before it; a legacy ``compacted`` record without one
+leaves the user messages of the history before it, then its ``message`` as a user message; a
+``thread_rolled_back`` event drops the newest ``num_turns`` user turns; the ``response_item``
+records after it follow. Codex re-sends its own context (developer messages, the
+``<environment_context>`` and AGENTS.md user messages) after a compaction by itself, so they are
+system messages here: a full compaction keeps them out of the summary and out of the
+``replacement_history`` it writes.
+
+Messages are in the core's Anthropic shape: a call is an assistant ``tool_use`` block, an output
+a user ``tool_result`` block. Consecutive assistant-side items are one message (one reply, its
+parallel calls together) and so are consecutive outputs, the way the Responses API pairs them.
+
+A full compaction is appended the way Codex writes its own: a ``compacted`` record whose
+``replacement_history`` is the summary as a user message, then the pending turn's items, and the
+``context_compacted`` event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .base import AgentFormat, Compaction, Record, RecordInfo, SessionFile, ViewMessage
+from .ui_copies import shrink_strings
+
+RECORD_TYPES = frozenset(
+    {
+        "session_meta",
+        "response_item",
+        "event_msg",
+        "turn_context",
+        "compacted",
+        "world_state",
+        "token_usage_record",
+    }
+)
+# What Codex puts before the summary it writes, so a later compaction of Codex's own does not
+# take the summary for a user's request.
+SUMMARY_INTRO = (
+    "Another language model started to solve this problem and produced a summary of its "
+    "thinking process. You also have access to the state of the tools that were used by that "
+    "language model. Use this to build on the work that has already been done and avoid "
+    "duplicating work. Here is the summary produced by the other language model, use the "
+    "information in this summary to assist with your own analysis:\n"
+)
+# User messages Codex writes itself, sent again after a compaction.
+_CONTEXT_OPENINGS = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
+_SYSTEM_ROLES = frozenset({"developer", "system"})
+# Where UI copies keep a tool's output (keys of an event payload or of its ``item``).
+_OUTPUT_KEYS = ("stdout", "stderr", "aggregated_output", "formatted_output", "output", "result")
+_ITEM_EVENTS = frozenset({"item_started", "item_updated", "item_completed"})
+_LOCAL_SHELL = "local_shell"
+Entry = tuple[int, int, str]  # a message of the view: (record index, message of it, side)
+_ROLLBACK = "thread_rolled_back"
+
+
+@dataclass(frozen=True, slots=True)
+class Tag:
+    """What ``view`` needs to know of a record beyond its info (``RecordInfo.tag``)."""
+
+    # per message of the record: "assistant" (a reply's items), "results" (call outputs),
+    # "user" (a user's turn), "summary" (a compaction's), "system" (Codex's own context)
+    sides: tuple[str, ...] = ()
+    legacy: bool = False  # a compaction without replacement_history
+    rollback: int = 0  # user turns a thread_rolled_back event drops
+
+
+class Codex(AgentFormat):
+    name = "codex"
+    agent = "codex"
+    home_variable = "CODEX_HOME"
+    home_default = ".codex"
+
+    def claims(self, record: Any) -> bool:
+        return (
+            isinstance(record, dict)
+            and record.get("type") in RECORD_TYPES
+            and "payload" in record
+            and "timestamp" in record
+        )
+
+    def index(self, record: Record, info: RecordInfo) -> None:
+        kind = record.get("type")
+        info.kind = kind if isinstance(kind, str) else "untyped"
+        payload = record.get("payload")
+        if not isinstance(payload, dict):
+            return
+        if kind == "event_msg":
+            info.copies = _copied_calls(payload)
+            if payload.get("type") == _ROLLBACK:
+                info.tag = Tag(rollback=_rollback_turns(payload))
+        elif kind in ("response_item", "compacted", "session_meta"):
+            sides = tuple(_side(item) for item in _conversation_items(record))
+            legacy = kind == "compacted" and not isinstance(
+                payload.get("replacement_history"), list
+            )
+            info.tag = Tag(sides, legacy)
+
+    def messages(self, record: Record) -> list[dict[str, Any]]:
+        return [_message(item) for item in _conversation_items(record)]
+
+    def view(self, infos: Sequence[RecordInfo]) -> list[ViewMessage]:
+        instructions: list[Entry] = []  # the first session_meta's: sent before everything
+        history: list[Entry] = []  # oldest first
+        for index, info in enumerate(infos):
+            tag = info.tag
+            if not isinstance(tag, Tag):
+                continue
+            own = [(index, part, side) for part, side in enumerate(tag.sides)]
+            if info.kind == "compacted":
+                # the newest compaction replaces what came before; a legacy one keeps the
+                # user's messages of it
+                history = [entry for entry in history if entry[2] == "user"] if tag.legacy else []
+                history.extend(own)
+            elif info.kind == "response_item":
+                history.extend(own)
+            elif info.kind == "session_meta" and not instructions:
+                instructions = own
+            elif tag.rollback:
+                history = _rolled_back(history, tag.rollback)
+        return _grouped(instructions + history)
+
+    def store(self, record: Record, messages: list[dict[str, Any]], truncated: dict[Any, str]):
+        for item, message in zip(_conversation_items(record), messages, strict=True):
+            if _is_output(item):
+                item["output"] = message["content"][0].get("content")
+
+    def shrink_copies(self, record: Record, truncated: dict[Any, str]) -> bool:
+        payload = record.get("payload")
+        if not isinstance(payload, dict):
+            return False
+        changed = False
+        for holder in _copy_holders(payload):
+            tool = truncated.get(_copied_call(holder, payload))
+            if tool is None:
+                continue
+            for key in _OUTPUT_KEYS:
+                if key in holder:
+                    holder[key], key_changed = shrink_strings(holder[key], tool)
+                    changed |= key_changed
+        return changed
+
+    def compaction_records(self, compaction: Compaction) -> list[Record]:
+        stamp = _timestamp(compaction)
+        text = SUMMARY_INTRO + compaction.summary
+        summary = {"type": "message", "role": "user", "content": [_input_text(text)]}
+        history = [summary, *_pending_items(compaction)]
+        compacted = {"message": text, "replacement_history": history}
+        records: list[Record] = [
+            {"timestamp": stamp, "type": "compacted", "payload": compacted},
+            {"timestamp": stamp, "type": "event_msg", "payload": {"type": "context_compacted"}},
+        ]
+        ordinal = _next_ordinal(compaction)
+        if ordinal is not None:
+            for number, new in enumerate(records, start=ordinal):
+                new["ordinal"] = number
+                new.update({key: new.pop(key) for key in ("type", "payload")})  # Codex's order
+        return records
+
+    def after_replace(self, path: Path) -> str | None:
+        return forget_projection(path)
+
+    def session_files(self, home: Path) -> Iterator[SessionFile]:
+        sessions = home / "sessions"
+        if not sessions.is_dir():
+            return
+        for path in sorted(sessions.rglob("rollout-*.jsonl")):
+            if path.is_file():
+                meta = _session_meta(path)
+                session_id = meta.get("id") if isinstance(meta.get("id"), str) else None
+                cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else ""
+                yield SessionFile(path, session_id or _id_from_name(path), cwd)
+
+
+@cache
+def _tag(sides: tuple[str, ...], legacy: bool) -> Tag:
+    # one shared Tag per shape: a rollout of millions of lines has a handful of them
+    return Tag(sides, legacy)
+
+
+# --- Codex's own index of the thread ------------------------------------------------------------
+
+# Codex 0.169 projects each rollout into CODEX_HOME/thread_history_N.sqlite and reads on from the
+# byte offset it stopped at; after a rollout is rewritten those offsets point into the old file,
+# and the next lines Codex projects are read from the wrong place. Without a thread's rows Codex
+# projects its rollout afresh (measured with the real Codex), so they are deleted.
+_PROJECTION_TABLES = ("thread_items", "thread_turns", "thread_history_projection_state")
+
+
+def forget_projection(path: Path) -> str | None:
+    """Delete the thread's projection rows, so Codex rebuilds them from the rollout at ``path``.
+
+    Nothing to do outside a ``CODEX_HOME/sessions/YYYY/MM/DD/`` folder or without the database.
+    A warning line if the database could not be changed.
+    """
+    import sqlite3  # only a rewritten rollout needs it
+
+    home = path.parents[4] if len(path.parents) > 4 else None
+    if home is None or path.parents[3].name != "sessions":
+        return None
+    thread = _session_meta(path).get("id")
+    if not isinstance(thread, str):
+        return None
+    for database in sorted(home.glob("thread_history_*.sqlite")):
+        try:
+            with closing(sqlite3.connect(database, timeout=5)) as connection, connection:
+                tables = {row[0] for row in connection.execute(_TABLES)}
+                for table in _PROJECTION_TABLES:
+                    if table in tables:
+                        connection.execute(f"DELETE FROM {table} WHERE thread_id = ?", (thread,))
+        except sqlite3.Error as error:
+            return f"{database}: could not reset Codex's thread history of {thread}: {error}"
+    return None
+
+
+_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table'"
+
+
+# --- records and their items ---------------------------------------------------------------------
+
+
+def _conversation_items(record: Record) -> list[dict[str, Any]]:
+    """The response items of a record that are part of the conversation, in order."""
+    payload = record.get("payload")
+    if not isinstance(payload, dict):
+        return []
+    kind = record.get("type")
+    if kind == "session_meta":
+        return _base_instructions(payload)
+    if kind == "response_item":
+        items = [payload]
+    elif kind == "compacted":
+        history = payload.get("replacement_history")
+        if not isinstance(history, list):
+            return [_legacy_summary(payload)]
+        items = history
+    else:
+        return []
+    return [item for item in items if _is_conversation(item)]
+
+
+def _base_instructions(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    # Codex sends them as the first developer message of every request
+    instructions = payload.get("base_instructions")
+    text = instructions.get("text") if isinstance(instructions, dict) else None
+    if not isinstance(text, str) or not text:
+        return []
+    return [{"type": "message", "role": "developer", "content": [_input_text(text)]}]
+
+
+def _legacy_summary(payload: dict[str, Any]) -> dict[str, Any]:
+    # Codex rebuilds a compaction without replacement_history as the user messages before it,
+    # then its message as a user message (an empty one says so)
+    text = payload.get("message")
+    text = text if isinstance(text, str) and text else "(no summary available)"
+    return {"type": "message", "role": "user", "content": [_input_text(text)], "summary": True}
+
+
+def _is_conversation(item: Any) -> bool:
+    if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+        return False
+    kind = item["type"]
+    if kind == "message":
+        return isinstance(item.get("role"), str)
+    return kind == "reasoning" or _is_call(item) or _is_output(item)
+
+
+def _is_call(item: dict[str, Any]) -> bool:
+    return item.get("type", "").endswith("_call") and _call_id(item) is not None
+
+
+def _is_output(item: dict[str, Any]) -> bool:
+    return item.get("type", "").endswith("_output") and isinstance(item.get("call_id"), str)
+
+
+def _call_id(item: dict[str, Any]) -> str | None:
+    # an old local_shell_call names its call by ``id`` only
+    for key in ("call_id", "id") if item.get("type") == "local_shell_call" else ("call_id",):
+        if isinstance(item.get(key), str):
+            return item[key]
+    return None
+
+
+def _side(item: dict[str, Any]) -> str:
+    if _is_output(item):
+        return "results"
+    if item.get("type") != "message":
+        return "assistant"
+    role = item.get("role")
+    if role in _SYSTEM_ROLES or _is_context(item):
+        return "system"
+    if role != "user":
+        return "assistant"
+    return "summary" if item.get("summary") is True or _is_summary(item) else "user"
+
+
+def _texts(item: dict[str, Any]) -> list[str]:
+    content = item.get("content")
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        return []
+    return [part["text"] for part in content if isinstance(part, dict) and _is_text(part)]
+
+
+def _is_text(part: dict[str, Any]) -> bool:
+    return isinstance(part.get("text"), str)
+
+
+def _is_context(item: dict[str, Any]) -> bool:
+    texts = _texts(item)
+    return item.get("role") == "user" and bool(texts) and texts[0].startswith(_CONTEXT_OPENINGS)
+
+
+def _is_summary(item: dict[str, Any]) -> bool:
+    texts = _texts(item)
+    return bool(texts) and texts[0].startswith(SUMMARY_INTRO)
+
+
+def _message(item: dict[str, Any]) -> dict[str, Any]:
+    """One response item as a message in the core's Anthropic shape."""
+    if _is_output(item):
+        block = {
+            "type": "tool_result",
+            "tool_use_id": item["call_id"],
+            "content": item.get("output"),
+        }
+        return {"role": "user", "content": [block]}
+    if _is_call(item):
+        return {"role": "assistant", "content": [_tool_use(item)]}
+    if item["type"] == "reasoning":
+        summary = item.get("summary")
+        texts = (
+            [s["text"] for s in summary if isinstance(s, dict) and _is_text(s)]
+            if isinstance(summary, list)
+            else []
+        )
+        return {"role": "assistant", "content": [{"type": "reasoning", "text": "\n".join(texts)}]}
+    role = "system" if _side(item) == "system" else item["role"]
+    content = item.get("content")
+    if isinstance(content, list):
+        blocks = [
+            {"type": "text", "text": part["text"]} if _is_text(part) else {"type": "image"}
+            for part in content
+            if isinstance(part, dict)
+        ]
+        return {"role": role, "content": blocks}
+    return {"role": role, "content": content if isinstance(content, str) else None}
+
+
+def _tool_use(item: dict[str, Any]) -> dict[str, Any]:
+    kind = item["type"]
+    if kind == "local_shell_call":
+        name, arguments = _LOCAL_SHELL, item.get("action")
+    elif kind == "function_call":
+        name, arguments = item.get("name"), item.get("arguments")
+    else:
+        name, arguments = item.get("name"), item.get("input", item.get("arguments"))
+    name = name if isinstance(name, str) else kind.removesuffix("_call")
+    return {"type": "tool_use", "id": _call_id(item), "name": name, "input": arguments}
+
+
+def _input_text(text: str) -> dict[str, str]:
+    return {"type": "input_text", "text": text}
+
+
+# --- the view ------------------------------------------------------------------------------------
+
+
+def _rolled_back(history: list[Entry], turns: int) -> list[Entry]:
+    """The history without its newest ``turns`` user turns (each from a user message on)."""
+    starts = [number for number, entry in enumerate(history) if entry[2] == "user"]
+    if turns <= 0 or not starts:
+        return history
+    return history[: starts[-min(turns, len(starts))]]
+
+
+def _grouped(history: list[Entry]) -> list[ViewMessage]:
+    """View messages: consecutive assistant-side items are one, so are consecutive outputs."""
+    groups: list[list[Entry]] = []
+    for entry in history:
+        if groups and entry[2] in ("assistant", "results") and groups[-1][-1][2] == entry[2]:
+            groups[-1].append(entry)
+        else:
+            groups.append([entry])
+    return [
+        ViewMessage(tuple(index for index, _, _ in group), tuple(part for _, part, _ in group))
+        for group in groups
+    ]
+
+
+def _rollback_turns(payload: dict[str, Any]) -> int:
+    turns = payload.get("num_turns")
+    return turns if isinstance(turns, int) and not isinstance(turns, bool) else 0
+
+
+# --- UI copies -----------------------------------------------------------------------------------
+
+
+def _copy_holders(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The dicts of an event payload that may hold a copy of a tool's output."""
+    item = payload.get("item")
+    if payload.get("type") in _ITEM_EVENTS and isinstance(item, dict):
+        return [item]
+    return [payload]
+
+
+def _copied_call(holder: dict[str, Any], payload: dict[str, Any]) -> Any:
+    return holder.get("id") if holder is not payload else payload.get("call_id")
+
+
+def _copied_calls(payload: dict[str, Any]) -> tuple[Any, ...]:
+    calls = []
+    for holder in _copy_holders(payload):
+        call = _copied_call(holder, payload)
+        if isinstance(call, str) and any(key in holder for key in _OUTPUT_KEYS):
+            calls.append(call)
+    return tuple(calls)
+
+
+# --- full compaction -----------------------------------------------------------------------------
+
+
+def _pending_items(compaction: Compaction) -> list[dict[str, Any]]:
+    """The response items of the pending turn, in view order, as they are in the file."""
+    items: list[dict[str, Any]] = []
+    for record, part in compaction.pending:
+        conversation = _conversation_items(record)
+        items.extend(conversation if part is None else [conversation[part]])
+    return [item for item in items if not item.get("summary")]
+
+
+def _next_ordinal(compaction: Compaction) -> int | None:
+    """The ordinal of the next line, if the rollout numbers its lines (Codex 0.169 does).
+
+    The view's last record has one; each line after it in the file takes the next number.
+    """
+    last = compaction.last or {}
+    ordinal = last.get("ordinal")
+    if not isinstance(ordinal, int) or isinstance(ordinal, bool) or not compaction.view:
+        return None
+    lines_after = len(compaction.infos) - 1 - compaction.view[-1].records[-1]
+    return ordinal + lines_after + 1
+
+
+def _timestamp(compaction: Compaction) -> str:
+    now = compaction.now
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+# --- sessions on this machine --------------------------------------------------------------------
+
+
+def _session_meta(path: Path) -> dict[str, Any]:
+    """The payload of the file's first record, if it is the session_meta."""
+    try:
+        with open(path, "rb") as handle:
+            record = orjson.loads(handle.readline())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    if isinstance(record, dict) and record.get("type") == "session_meta":
+        payload = record.get("payload")
+        return payload if isinstance(payload, dict) else {}
+    return {}
+
+
+def _id_from_name(path: Path) -> str:
+    # rollout-YYYY-MM-DDThh-mm-ss-<id>.jsonl
+    stem = path.stem.removeprefix("rollout-")
+    return stem[20:] if len(stem) > 20 and stem[10] == "T" else stem

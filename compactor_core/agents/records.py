@@ -1,0 +1,105 @@
+"""A session file's lines, read as a stream: each line's place, bytes and record.
+
+A line keeps its own ending (``\\n``, ``\\r\\n``, or nothing for a last line without one), so a
+copy of the lines is the file byte for byte. A line that is not a JSON object is not a record: it
+is kept as it is and ``check`` reports it. The last line without a line ending that is not valid
+JSON is *torn*: what an agent leaves when it is killed while writing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import orjson
+
+from ..errors import InputError
+from ..formats import UTF8_BOM, json_type, load_value
+
+# Every digit to "0", every other byte to "x": a run of 19 digits is then a plain substring.
+_DIGITS_ONLY = bytes(
+    ord("0") if chr(byte).isdigit() and byte < 128 else ord("x") for byte in range(256)
+)
+_LONG_DIGIT_RUN = b"0" * 19
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    number: int  # 1-based
+    offset: int  # of its first byte in the file
+    data: bytes  # the line as it is in the file, its ending included
+
+    @property
+    def body(self) -> bytes:
+        """The line without its ending (and without a UTF-8 BOM on the first line)."""
+        body = self.data.rstrip(b"\n").removesuffix(b"\r")
+        return body[len(UTF8_BOM) :] if self.number == 1 and body.startswith(UTF8_BOM) else body
+
+    @property
+    def ending(self) -> bytes:
+        if self.data.endswith(b"\r\n"):
+            return b"\r\n"
+        return b"\n" if self.data.endswith(b"\n") else b""
+
+    @property
+    def prefix(self) -> bytes:
+        """What comes before the JSON: a UTF-8 BOM on the first line."""
+        return UTF8_BOM if self.number == 1 and self.data.startswith(UTF8_BOM) else b""
+
+
+def lines(handle: BinaryIO, start: int = 0) -> Iterator[Line]:
+    """Every line of an open binary file from byte ``start``, one at a time."""
+    handle.seek(start)
+    offset = start
+    for number, data in enumerate(handle, start=1):
+        yield Line(number, offset, data)
+        offset += len(data)
+
+
+def parse_fast(line: Line) -> tuple[Any, str | None]:
+    """The line's record and None, or None and why it is not one.
+
+    orjson first (pass 1 reads every line); what it refuses goes to the exact reader, which
+    accepts every valid JSON document.
+    """
+    body = line.body
+    if not body.strip():
+        return None, "blank"
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        try:
+            value = load_value(body, "", line.number)
+        except InputError as error:
+            return None, _without_source(str(error))
+    if not isinstance(value, dict):
+        return None, f"a record must be an object, got {json_type(value)}"
+    return value, None
+
+
+def parse_exact(line: Line, source: str) -> dict[str, Any]:
+    """The record of a line that is about to be changed and written again: read exactly, so an
+    integer beyond 64 bits comes back as it was (orjson would make it a float; such a number
+    has at least 19 digits in a row, and only a line holding such a run takes the slow road)."""
+    body = line.body
+    value: Any = None
+    if _LONG_DIGIT_RUN not in body.translate(_DIGITS_ONLY):
+        try:
+            value = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            value = None
+    if value is None:
+        value = load_value(body, source, line.number)
+    if not isinstance(value, dict):  # pass 1 said it was a record
+        raise InputError(f"{source}: line {line.number}: changed while it was being read")
+    return value
+
+
+def is_torn(line: Line, last: bool) -> bool:
+    return last and not line.ending
+
+
+def _without_source(message: str) -> str:
+    # load_value names the place as "<source>: line N, column C: ..."; the source was empty
+    return message.split(": ", 1)[1] if message.startswith(": ") else message

@@ -1,0 +1,151 @@
+"""What an agent sent its model, read from the recorded request independently of ctxpack.
+
+Both agents' requests become one shape, Anthropic-style messages: Claude Code's ``messages`` as
+they are; Codex's Responses ``input`` items converted (a run of ``function_call`` items is one
+assistant message of ``tool_use`` blocks, a run of ``function_call_output`` items one user
+message of ``tool_result`` blocks, ``developer`` messages are system messages).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from helpers import run
+
+MARKER = re.compile(r"\[truncated: (?P<tool>.+) result, (?P<chars>\d+) chars\]")
+_CALL_ITEMS = ("function_call", "custom_tool_call", "local_shell_call")
+_OUTPUT_ITEMS = ("function_call_output", "custom_tool_call_output")
+
+
+@dataclass(frozen=True)
+class Conversation:
+    messages: list[dict[str, Any]]
+    size: int  # bytes of the conversation as the agent sent it (messages / input, JSON)
+
+    @property
+    def calls(self) -> dict[str, str]:
+        """Call id -> tool name, over every assistant message."""
+        return {
+            block["id"]: block.get("name", "")
+            for block in self._blocks("tool_use")
+            if isinstance(block.get("id"), str)
+        }
+
+    @property
+    def results(self) -> dict[str, Any]:
+        """Call id -> the tool result's content as sent."""
+        return {
+            block.get("tool_use_id"): block.get("content") for block in self._blocks("tool_result")
+        }
+
+    def result_turns(self) -> list[list[str]]:
+        """The call ids answered by each tool-result turn (a message with results), in order."""
+        return [
+            [block.get("tool_use_id") for block in _content(message) if _is(block, "tool_result")]
+            for message in self.messages
+            if any(_is(block, "tool_result") for block in _content(message))
+        ]
+
+    def user_texts(self) -> list[str]:
+        """The text of every user message and text block, in order (the last: the prompt)."""
+        texts: list[str] = []
+        for message in self.messages:
+            if message.get("role") != "user":
+                continue
+            if isinstance(message.get("content"), str):
+                texts.append(message["content"])
+            texts += [b["text"] for b in _content(message) if _is(b, "text") and "text" in b]
+        return texts
+
+    def markers(self) -> dict[str, re.Match[str]]:
+        """Call id -> the marker its result became, for every result that is one."""
+        found = {}
+        for call_id, content in self.results.items():
+            match = MARKER.fullmatch(text_of(content))
+            if match:
+                found[call_id] = match
+        return found
+
+    def pairing_problems(self) -> list[str]:
+        """Results without their call, and calls without their result (in order of the view)."""
+        problems: list[str] = []
+        calls = self.calls
+        results = self.results
+        problems += [f"tool result {i} has no call" for i in results if i not in calls]
+        problems += [f"call {i} has no result" for i in calls if i not in results]
+        return problems
+
+    def estimate(self, scratch: Path) -> int:
+        """ctxpack's own estimate of these messages (the heuristic, via the real executable)."""
+        path = scratch / "request-messages.json"
+        path.write_text(json.dumps(self.messages))
+        done = run("estimate", "--json", path)
+        assert done.returncode == 0, done.stderr.decode()
+        return json.loads(done.stdout)["tokens"]
+
+    def _blocks(self, kind: str) -> list[dict[str, Any]]:
+        return [
+            block for message in self.messages for block in _content(message) if _is(block, kind)
+        ]
+
+
+def claude_conversation(body: dict[str, Any]) -> Conversation:
+    messages = body["messages"]
+    return Conversation(messages, len(json.dumps(messages, ensure_ascii=False).encode()))
+
+
+def codex_conversation(body: dict[str, Any]) -> Conversation:
+    items = body["input"]
+    messages: list[dict[str, Any]] = []
+    for item in items:
+        role, block = _as_block(item)
+        if block is None:
+            continue
+        if messages and messages[-1]["role"] == role and block["type"] != "text":
+            messages[-1]["content"].append(block)
+        else:
+            messages.append({"role": role, "content": [block]})
+    return Conversation(messages, len(json.dumps(items, ensure_ascii=False).encode()))
+
+
+def _as_block(item: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    kind = item.get("type")
+    if kind in _CALL_ITEMS:
+        arguments = item.get("arguments") or item.get("input") or item.get("action")
+        block = {"type": "tool_use", "id": item.get("call_id"), "name": item.get("name", kind)}
+        return "assistant", {**block, "input": arguments}
+    if kind in _OUTPUT_ITEMS:
+        return "user", {
+            "type": "tool_result",
+            "tool_use_id": item.get("call_id"),
+            "content": item.get("output"),
+        }
+    if kind == "message":
+        text = "".join(
+            part.get("text", "") for part in item.get("content") or () if isinstance(part, dict)
+        )
+        role = "system" if item.get("role") == "developer" else item.get("role", "user")
+        return role, {"type": "text", "text": text}
+    return "system", None  # reasoning, tool lists, settings: not conversation
+
+
+def text_of(content: Any) -> str:
+    """A tool result's text: the string, or its text blocks joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return json.dumps(content)
+
+
+def _content(message: dict[str, Any]) -> list[Any]:
+    content = message.get("content")
+    return content if isinstance(content, list) else []
+
+
+def _is(block: Any, kind: str) -> bool:
+    return isinstance(block, dict) and block.get("type") == kind

@@ -1,0 +1,58 @@
+"""What the scripted model says: a reply is some text, optionally thinking, and tool calls.
+
+A reply with calls ends the model's turn with "call these tools" (several calls are parallel
+calls, all in one reply); the real agent runs them, records them in its session file, and asks
+again with the results. A reply without calls ends the agent's turn.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str = ""
+    calls: tuple[ToolCall, ...] = ()
+    thinking: str = ""  # Claude Code only: a thinking block with a (made-up) signature
+
+
+DONE = Reply(text="Done.")
+SUMMARY = "The user is building a report; the logs were read and the numbers counted."
+
+
+@dataclass
+class Script:
+    """The replies still to give, in order; once they run out, every request gets ``default``.
+
+    A request in which the agent asks for a summary of the conversation (its own compaction) is
+    answered with ``summary`` instead, and takes nothing from the list.
+    """
+
+    replies: list[Reply] = field(default_factory=list)
+    default: Reply = DONE
+    summary: str = SUMMARY
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def extend(self, replies: Iterable[Reply]) -> None:
+        with self._lock:
+            self.replies.extend(replies)
+
+    def next_reply(self) -> Reply:
+        with self._lock:
+            return self.replies.pop(0) if self.replies else self.default
+
+
+def new_id(prefix: str) -> str:
+    """A fresh id for a message or a call, unique across runs (sessions outlive a server)."""
+    return f"{prefix}{uuid.uuid4().hex[:24]}"

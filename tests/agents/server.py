@@ -1,0 +1,182 @@
+"""A local model server on 127.0.0.1 that plays the model for the real Claude Code and Codex.
+
+It records every request (so a test sees exactly what the agent sent after resuming a session)
+and answers from a ``Script``:
+
+- ``POST /v1/messages`` (Claude Code): an Anthropic Messages reply, streamed as SSE when asked.
+- ``POST /v1/messages/count_tokens``: a rough count, so nothing waits on it.
+- ``POST /v1/responses`` (Codex): an OpenAI Responses reply, streamed as SSE.
+- anything else, including Codex's WebSocket upgrade on ``GET /v1/responses``: 404 at once
+  (a refused upgrade makes Codex use plain HTTP), and the path is logged in ``unknown``.
+
+    with ModelServer(Script([Reply(calls=(ToolCall("Bash", {"command": "ls"}),))])) as server:
+        run_claude(home, project, "list the files", server)
+        server.model_requests[-1].body["messages"]
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+from urllib.parse import urlsplit
+
+from agents import anthropic_api, responses_api
+from agents.script import Reply, Script
+
+MODEL_PATHS = ("/v1/messages", "/v1/responses")
+
+
+@dataclass(frozen=True)
+class Recorded:
+    method: str
+    path: str  # without the query
+    headers: dict[str, str]  # names in lower case
+    body: Any  # the JSON body, or the raw bytes when it is not JSON
+    size: int  # bytes of the (decompressed) body
+
+
+def fixed_tokens(_raw: bytes) -> int:
+    """The default usage figure: small, so that no agent decides to compact on its own."""
+    return 1000
+
+
+def tokens_by_size(raw: bytes) -> int:
+    """Usage as a real model would roughly count it (4 bytes a token): lets auto-compaction fire."""
+    return len(raw) // 4
+
+
+@dataclass
+class ModelServer:
+    script: Script = field(default_factory=Script)
+    input_tokens: Callable[[bytes], int] = fixed_tokens
+    requests: list[Recorded] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # "METHOD /path" of every other request
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def model_requests(self) -> list[Recorded]:
+        """The requests for a model reply, in the order they came."""
+        with self._lock:
+            return [r for r in self.requests if r.method == "POST" and r.path in MODEL_PATHS]
+
+    def forget(self) -> None:
+        """Drop what was recorded so far (before the run a test looks at)."""
+        with self._lock:
+            self.requests.clear()
+            self.unknown.clear()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def record(self, request: Recorded) -> None:
+        with self._lock:
+            self.requests.append(request)
+            if request.method != "POST" or not request.path.startswith(MODEL_PATHS):
+                self.unknown.append(f"{request.method} {request.path}")
+
+
+def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            raw = _decoded(self.rfile.read(int(self.headers.get("content-length") or 0)), self)
+            path = urlsplit(self.path).path
+            body = _json_or_raw(raw)
+            server.record(Recorded("POST", path, self._headers(), body, len(raw)))
+            if path == "/v1/messages" and isinstance(body, dict):
+                self._claude(body, raw)
+            elif path == "/v1/messages/count_tokens":
+                self._send(200, "application/json", json.dumps({"input_tokens": len(raw) // 4}))
+            elif path == "/v1/responses" and isinstance(body, dict):
+                if responses_api.is_compaction(body):
+                    reply = Reply(text=server.script.summary)
+                else:
+                    reply = server.script.next_reply()
+                model = str(body.get("model"))
+                self._stream(responses_api.stream(reply, model, server.input_tokens(raw)))
+            else:
+                self._send(404, "application/json", '{"error": {"message": "not here"}}')
+
+        def do_GET(self) -> None:
+            path = urlsplit(self.path).path
+            server.record(Recorded("GET", path, self._headers(), b"", 0))
+            self._send(404, "application/json", '{"error": {"message": "not here"}}')
+
+        do_HEAD = do_PUT = do_DELETE = do_GET
+
+        def _claude(self, body: dict[str, Any], raw: bytes) -> None:
+            if anthropic_api.is_compaction(body):
+                reply = anthropic_api.summary_reply(server.script.summary)
+            else:
+                reply = server.script.next_reply()
+            whole = anthropic_api.message(reply, str(body.get("model")), server.input_tokens(raw))
+            if body.get("stream"):
+                self._stream(anthropic_api.stream(whole))
+            else:
+                self._send(200, "application/json", json.dumps(whole))
+
+        def _stream(self, events: Any) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("connection", "close")
+            self.end_headers()
+            for event in events:
+                self.wfile.write(event)
+            self.wfile.flush()
+            self.close_connection = True
+
+        def _send(self, status: int, kind: str, text: str) -> None:
+            data = text.encode()
+            self.send_response(status)
+            self.send_header("content-type", kind)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _headers(self) -> dict[str, str]:
+            return {key.lower(): value for key, value in self.headers.items()}
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # the requests are recorded; keep the test output clean
+
+    return Handler
+
+
+def _decoded(raw: bytes, request: BaseHTTPRequestHandler) -> bytes:
+    """The body as sent before any gzip/deflate the client applied."""
+    encoding = (request.headers.get("content-encoding") or "").lower()
+    if encoding in ("gzip", "deflate"):
+        return zlib.decompress(raw, zlib.MAX_WBITS | 32)
+    return raw
+
+
+def _json_or_raw(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw

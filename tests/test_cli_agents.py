@@ -1,0 +1,224 @@
+"""The commands on agent session files, as real processes (SPEC §8.3, §8.4, bad input).
+
+Decisions tested here (README "Shrinking your agent's sessions"): a torn last line (an agent
+killed while writing) is reported by ``check`` and kept byte for byte by ``micro``; invalid lines
+in the middle, blank lines and records of unknown types are kept as they are; an empty agent
+file is nothing to do; a file that is none of the known formats is refused in one line (65); a
+session in use is skipped (75) unless ``--force``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers import CORPUS, run
+
+KIMI = CORPUS / "originals" / "cc_kimi_516b7270__full.jsonl"
+OLD = time.time() - 3600
+
+
+def session_copy(tmp_path: Path, source: Path = KIMI, name: str = "s.jsonl") -> Path:
+    path = tmp_path / name
+    shutil.copyfile(source, path)
+    os.utime(path, (OLD, OLD))
+    return path
+
+
+def micro(path: Path, *flags: object) -> subprocess.CompletedProcess[bytes]:
+    return run("micro", "--in-place", *flags, path, cwd=path.parent)
+
+
+def test_estimate_check_micro_restore(tmp_path: Path) -> None:
+    path = session_copy(tmp_path)
+    original = path.read_bytes()
+    before = int(run("estimate", path).stdout)
+    checked = run("check", path)
+    assert checked.returncode == 0, checked.stderr
+    assert b"claude-code" in checked.stdout and b"healthy" in checked.stdout
+    done = micro(path)
+    assert done.returncode == 0, done.stderr
+    assert int(run("estimate", path).stdout) < before
+    assert len(path.read_bytes()) < len(original)
+    assert path.read_bytes().count(b"\n") == original.count(b"\n")
+    restored = run("restore", path, cwd=tmp_path)
+    assert restored.returncode == 0, restored.stderr
+    assert path.read_bytes() == original
+
+
+def test_estimate_json_describes_the_file(tmp_path: Path) -> None:
+    path = session_copy(tmp_path)
+    report = json.loads(run("estimate", "--json", path).stdout)
+    assert report["format"] == "claude-code"
+    assert report["bytes"] == path.stat().st_size
+    assert sum(report["bytes_by_type"].values()) == report["bytes"]
+    assert report["tokens"] == int(run("estimate", path).stdout)
+
+
+def test_micro_to_stdout_leaves_the_file_alone(tmp_path: Path) -> None:
+    path = session_copy(tmp_path)
+    original = path.read_bytes()
+    result = run("micro", path)
+    assert result.returncode == 0
+    assert result.stdout.count(b"\n") == original.count(b"\n")
+    assert len(result.stdout) < len(original)
+    assert path.read_bytes() == original
+
+
+def test_full_in_place_appends_and_restores(tmp_path: Path) -> None:
+    path = session_copy(tmp_path)
+    original = path.read_bytes()
+    done = run("full", "--in-place", "--lang", "en", path, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert path.read_bytes().startswith(original)
+    assert run("check", path).returncode == 0
+    assert run("restore", path, cwd=tmp_path).returncode == 0
+    assert path.read_bytes() == original
+
+
+def test_a_recently_changed_session_is_skipped_unless_forced(tmp_path: Path) -> None:
+    path = session_copy(tmp_path)
+    os.utime(path)  # just now
+    original = path.read_bytes()
+    skipped = micro(path)
+    assert skipped.returncode == 75
+    assert b"in use" in skipped.stderr and skipped.stderr.count(b"\n") == 1
+    assert path.read_bytes() == original
+    assert micro(path, "--force").returncode == 0
+    assert path.read_bytes() != original
+
+
+def test_a_session_open_for_writing_is_skipped(tmp_path: Path) -> None:
+    path = session_copy(tmp_path)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", f"f = open({str(path)!r}, 'ab'); import time; time.sleep(30)"]
+    )
+    try:
+        time.sleep(0.5)
+        os.utime(path, (OLD, OLD))
+        skipped = micro(path)
+        assert skipped.returncode == 75
+        assert f"process {writer.pid}".encode() in skipped.stderr
+    finally:
+        writer.kill()
+        writer.wait()
+
+
+def test_recursive_dry_run_json(tmp_path: Path) -> None:
+    folder = tmp_path / "projects" / "p"
+    folder.mkdir(parents=True)
+    first = session_copy(folder, name="a.jsonl")
+    session_copy(folder, CORPUS / "originals" / "cc_entire_1284c080__full.jsonl", "b.jsonl")
+    original = first.read_bytes()
+    result = run("micro", "--in-place", "-r", "--dry-run", "--json", "-j", "2", tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["files"] == 2 and report["changed"] == 2
+    assert report["tokens_after"] < report["tokens_before"]
+    assert first.read_bytes() == original
+
+
+def test_sessions_lists_newest_first_over_a_threshold(tmp_path: Path) -> None:
+    home = tmp_path / "claude"
+    project = home / "projects" / "-p"
+    project.mkdir(parents=True)
+    session_copy(project, name="old.jsonl")
+    newer = session_copy(
+        project, CORPUS / "originals" / "cc_entire_1284c080__full.jsonl", "new.jsonl"
+    )
+    os.utime(newer, (OLD + 60, OLD + 60))
+    env = {"CLAUDE_CONFIG_DIR": str(home), "CODEX_HOME": str(tmp_path / "none")}
+    listed = subprocess.run(
+        [*_ctxpack(), "sessions", "--json"], capture_output=True, env={**os.environ, **env}
+    )
+    assert listed.returncode == 0, listed.stderr
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert [row["id"] for row in rows] == ["new", "old"]
+    assert all(row["agent"] == "claude" and row["in_use"] is None for row in rows)
+    over = subprocess.run(
+        [*_ctxpack(), "sessions", "--over", "35000"], capture_output=True, env={**os.environ, **env}
+    )
+    assert b"new" in over.stdout and b"old.jsonl" not in over.stdout
+
+
+def _ctxpack() -> list[str]:
+    return [str(Path(sys.executable).parent / "ctxpack")]
+
+
+# --- bad input -----------------------------------------------------------------------------------
+
+
+def test_a_torn_last_line_is_reported_and_kept(tmp_path: Path) -> None:
+    data = KIMI.read_bytes().rstrip(b"\n") + b"\n" + b'{"type":"user","uuid":"x","mess'
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    os.utime(path, (OLD, OLD))
+    checked = run("check", path)
+    assert checked.returncode == 1 and b"torn-line" in checked.stdout
+    assert micro(path).returncode == 0
+    assert path.read_bytes().endswith(b'{"type":"user","uuid":"x","mess')
+
+
+def test_invalid_blank_and_unknown_lines_in_the_middle_are_kept(tmp_path: Path) -> None:
+    lines = KIMI.read_bytes().split(b"\n")
+    odd = [b"not json at all", b"", b'{"type":"from-the-future","x":1}']
+    data = b"\n".join(lines[:5] + odd + lines[5:])
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    os.utime(path, (OLD, OLD))
+    checked = run("check", "--json", path)
+    assert checked.returncode == 1
+    kinds = [problem["kind"] for problem in json.loads(checked.stdout)["problems"]]
+    assert kinds == ["invalid-line"]
+    assert micro(path).returncode == 0
+    after = path.read_bytes().split(b"\n")
+    assert after[5:8] == odd and len(after) == len(lines) + 3
+
+
+def test_an_empty_agent_file_is_nothing_to_do(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"")
+    result = run("micro", "--format", "claude-code", "--in-place", "--min-idle", "0", path)
+    assert result.returncode == 0 and path.read_bytes() == b""
+    assert run("estimate", "--format", "claude-code", path).stdout == b"0\n"
+
+
+def test_a_file_of_no_known_format_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'{"hello": "world"}\n{"hello": 2}\n')
+    for command in ("estimate", "micro", "check"):
+        result = run(command, path)
+        assert result.returncode == 65
+        assert result.stderr.count(b"\n") == 1
+        assert b"messages, claude-code, codex" in result.stderr
+
+
+def test_a_huge_single_line_is_handled(tmp_path: Path) -> None:
+    lines = KIMI.read_bytes().split(b"\n")
+    record = json.loads(lines[3])
+    record["padding"] = "x" * 30_000_000
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\n".join([*lines[:3], json.dumps(record).encode(), *lines[4:]]))
+    os.utime(path, (OLD, OLD))
+    assert micro(path).returncode == 0
+    assert path.read_bytes().split(b"\n")[3] == json.dumps(record).encode()
+
+
+@pytest.mark.parametrize("forced", ["claude-code", "codex"])
+def test_a_session_read_as_another_format_is_not_damaged(tmp_path: Path, forced: str) -> None:
+    path = session_copy(tmp_path)
+    original = path.read_bytes()
+    fmt = "codex" if forced == "claude-code" else "claude-code"
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(original)
+    result = run("micro", "--format", forced, "--in-place", "--min-idle", "0", path)
+    assert result.returncode in (0, 65)
+    assert run("check", "--format", fmt, other).returncode in (0, 1)
+    if forced == "codex":  # nothing of it is a Codex record: nothing changes
+        assert path.read_bytes() == original
