@@ -42,7 +42,8 @@ def opened(name: str, format_name: str) -> Iterator[Opened | io.Input]:
         yield io.read_input(name)
         return
     label = io.label(name)
-    if name == io.STDIN:  # read twice, so kept in memory
+    in_memory = name == io.STDIN or "://" in name  # standard input or an object: read whole
+    if in_memory:  # read twice, so kept in memory
         given = io.read_input(name)
         handle: BinaryIO = bytes_io.BytesIO(given.data)
     else:
@@ -50,7 +51,7 @@ def opened(name: str, format_name: str) -> Iterator[Opened | io.Input]:
     with handle:
         agent_format = detect(handle, format_name, label)
         if agent_format is None:
-            yield given if name == io.STDIN else io.read_input(name)
+            yield given if in_memory else io.read_input(name)
         else:
             yield Opened(handle, agent_format, label)
 

@@ -4,7 +4,8 @@ The config file is TOML, at ``$CTXPACK_CONFIG`` or ``$XDG_CONFIG_HOME/ctxpack/co
 (``~/.config/ctxpack/config.toml``). Top-level keys apply to every provider; a table named after a
 provider (``[openai]``, ``[anthropic]``, ``[command]``) overrides them for that provider.
 API keys come only from the environment: a config file may name the variable that holds one
-(``api_key_env``), never hold the key itself.
+(``api_key_env``), never hold the key itself. ``tokenizer`` is a top-level key only: it says who
+counts tokens for every command, whatever the provider.
 """
 
 from __future__ import annotations
@@ -12,18 +13,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
 
 from compactor_core import defaults
 from compactor_core.errors import ConfigError
-from compactor_core.providers.registry import PROVIDERS
-from compactor_core.providers.settings import (
-    DEFAULT_BASE_URLS,
-    DEFAULT_MODELS,
-    KEY_VARIABLES,
-    ProviderSettings,
-)
+
+if TYPE_CHECKING:
+    from compactor_core.providers.settings import ProviderSettings
 
 FILE_KEYS = {
     "provider",
@@ -37,6 +33,8 @@ FILE_KEYS = {
 }
 LANGS = ("auto", "zh", "en")
 FORBIDDEN_KEYS = {"api_key", "key", "token", "secret"}
+TOP_LEVEL_KEYS = {"tokenizer"}
+DEFAULT_TOKENIZER = "heuristic"
 
 
 def config_path(environ: Mapping[str, str]) -> Path:
@@ -64,7 +62,11 @@ def load_config_file(path: Path, required: bool) -> dict[str, Any]:
 
 
 def _file_settings(config: dict[str, Any], provider: str, path: Path) -> dict[str, Any]:
-    merged = {key: value for key, value in config.items() if not isinstance(value, dict)}
+    merged = {
+        key: value
+        for key, value in config.items()
+        if not isinstance(value, dict) and key not in TOP_LEVEL_KEYS
+    }
     table = config.get(provider)
     if isinstance(table, dict):
         merged.update(table)
@@ -92,8 +94,35 @@ def _number(kind: Callable[[str], Any], name: str) -> Callable[[Any], Any]:
     return convert
 
 
+def resolve_tokenizer(flag: str | None, environ: Mapping[str, str]) -> str:
+    """Who counts tokens: ``--tokenizer`` > ``CTXPACK_TOKENIZER`` > the config file > heuristic.
+
+    The name is not checked here: ``compactor_core.tokenizers.counter`` does that.
+    """
+    if flag:
+        return flag
+    if environ.get("CTXPACK_TOKENIZER"):
+        return environ["CTXPACK_TOKENIZER"]
+    path = config_path(environ)
+    value = load_config_file(path, required=bool(environ.get("CTXPACK_CONFIG"))).get("tokenizer")
+    if value is None:
+        return DEFAULT_TOKENIZER
+    if not isinstance(value, str):
+        raise ConfigError(f"{path}: tokenizer must be a name, got {value!r}")
+    return value
+
+
 def resolve_provider(flags: Mapping[str, Any], environ: Mapping[str, str]) -> ProviderSettings:
     """Resolve the provider settings from flags, the environment and the config file."""
+    # imported here: `estimate` reads this file for its tokenizer and should start fast
+    from compactor_core.providers.registry import PROVIDERS
+    from compactor_core.providers.settings import (
+        DEFAULT_BASE_URLS,
+        DEFAULT_MODELS,
+        KEY_VARIABLES,
+        ProviderSettings,
+    )
+
     path = config_path(environ)
     config = load_config_file(path, required=bool(environ.get("CTXPACK_CONFIG")))
     top = {key: value for key, value in config.items() if not isinstance(value, dict)}
@@ -152,6 +181,8 @@ def resolve_lang(flag: str | None, environ: Mapping[str, str]) -> str:
 
 
 def _check_complete(settings: ProviderSettings, named_key: bool = False) -> None:
+    from compactor_core.providers.settings import DEFAULT_BASE_URLS
+
     if settings.name == "command" and not settings.command:
         raise ConfigError("provider 'command' needs a command: use --command or CTXPACK_COMMAND")
     # A local server (Ollama, llama.cpp, vLLM, ...) may need no key; the hosted services do, and
@@ -163,6 +194,8 @@ def _check_complete(settings: ProviderSettings, named_key: bool = False) -> None
 
 
 def _host(url: str | None) -> str | None:
+    from urllib.parse import urlsplit
+
     return urlsplit(url).hostname if url else None
 
 

@@ -17,6 +17,7 @@ from .exit_codes import TABLE, ExitStatus, status_for
 from .restore import restore
 
 if TYPE_CHECKING:
+    from compactor_core.estimate import Counter
     from compactor_core.pipeline import Command
     from compactor_core.settings import Settings
 
@@ -165,6 +166,7 @@ def main() -> None:
 )
 @options.jobs_option
 @options.engine_options
+@options.tokenizer_option
 def estimate(
     files: tuple[str, ...],
     compat: str,
@@ -172,17 +174,19 @@ def estimate(
     threshold: int | None,
     quiet: bool,
     as_json: bool,
+    tokenizer: str | None,
     **listing: Any,
 ) -> None:
-    """Print the estimated token count of a conversation (a fast heuristic, not a tokenizer).
+    """Print the token count of a conversation: a fast heuristic, or exact with --tokenizer.
 
     For an agent's session file: the conversation the agent would send on resume.
     """
-    from compactor_core.estimate import breakdown, estimate
+    from compactor_core.estimate import HEURISTIC, breakdown, estimate
     from compactor_core.formats import dumps
 
     from . import agent_files
 
+    counter = _counter(tokenizer)
     bareagent = compat == "bareagent"
     if listing["summary"]:
         from .corpus import summarize
@@ -197,17 +201,22 @@ def estimate(
     for name in names:
         with agent_files.opened(name, format_name) as given:
             if isinstance(given, agent_files.Opened):
+                if counter is not HEURISTIC:
+                    raise click.UsageError(f"{name}: --tokenizer does not count session files yet")
                 session = agent_files.index(given)
                 tokens = session.tokens
                 report = agent_files.estimate_report(given, session) if as_json else {}
             else:
                 conversation = given.parse()
-                tokens = estimate(conversation.messages, conversation.system, bareagent)
+                tokens = estimate(conversation.messages, conversation.system, bareagent, counter)
                 report = (
-                    breakdown(conversation.messages, conversation.system, bareagent)
+                    breakdown(conversation.messages, conversation.system, bareagent, counter)
                     if as_json
                     else {}
                 )
+                if as_json and counter is not HEURISTIC:
+                    heuristic = estimate(conversation.messages, conversation.system, bareagent)
+                    report["heuristic"] = _beside(heuristic, tokens)
         if as_json:
             if len(names) > 1:
                 report = {"file": name, **report}
@@ -219,6 +228,25 @@ def estimate(
             io.write_stdout(line.encode() + b"\n")
     if threshold is not None and not any_over:
         sys.exit(ExitStatus.NOT_OVER)
+
+
+def _counter(flag: str | None) -> Counter:
+    """The counter the flag, CTXPACK_TOKENIZER or the config file names (heuristic: no import)."""
+    from .config import environment, resolve_tokenizer
+
+    name = resolve_tokenizer(flag, environment())
+    if name == "heuristic":
+        from compactor_core.estimate import HEURISTIC
+
+        return HEURISTIC
+    from compactor_core.tokenizers import counter
+
+    return counter(name)
+
+
+def _beside(heuristic: int, exact: int) -> dict[str, Any]:
+    """The heuristic's count next to the exact one, and their ratio (above 1: it counts more)."""
+    return {"tokens": heuristic, "ratio": round(heuristic / exact, 3) if exact else None}
 
 
 # --- micro, full, auto ---------------------------------------------------------------------------
@@ -241,7 +269,7 @@ def estimate(
 def micro(files: tuple[str, ...], **settings: Any) -> None:
     """Replace old tool results with [truncated: TOOL result, N chars] markers (no model call)."""
     from compactor_core.pipeline import Job
-    from compactor_core.providers.registry import ProviderSettings
+    from compactor_core.providers.settings import ProviderSettings
 
     from .transform import Output, transform
 
@@ -295,7 +323,14 @@ def _settings(options: dict[str, Any]) -> Settings:
 
     summary = {
         name: options[name]
-        for name in ("lang", "instructions", "max_tokens", "max_prompt_tokens", "threshold")
+        for name in (
+            "lang",
+            "instructions",
+            "max_tokens",
+            "max_prompt_tokens",
+            "threshold",
+            "tokenizer",
+        )
         if name in options
     }
     return Settings(
@@ -315,7 +350,12 @@ def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, A
     from .transform import Output, transform
 
     environ = environment()
-    job = Job(command, _settings({**settings, "lang": resolve_lang(settings["lang"], environ)}))
+    resolved = {
+        **settings,
+        "lang": resolve_lang(settings["lang"], environ),
+        "tokenizer": _counter(settings["tokenizer"]).name,  # an unknown name fails before any work
+    }
+    job = Job(command, _settings(resolved))
     out = Output.from_options(settings)
     transform(files, job, out, resolve_provider(settings, environ))
 

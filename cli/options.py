@@ -41,6 +41,14 @@ compat_option = click.option(
     help="bareagent: reproduce the reference implementation exactly, quirks included.",
 )
 
+tokenizer_option = click.option(
+    "--tokenizer",
+    metavar="NAME",
+    help="Count exactly with a tokenizer: o200k (GPT-4o/4.1/5), cl100k (GPT-4/3.5), qwen3 "
+    "(Qwen2.5/3), or heuristic; needs ctxpack[tokenizers] [default: heuristic; "
+    "env CTXPACK_TOKENIZER].",
+)
+
 FORMATS = ("auto", "messages", "claude-code", "codex")  # compactor_core.agents.registry's
 
 format_option = click.option(
@@ -272,6 +280,7 @@ summarizing_options = bundle(
     session_options,
     compat_option,
     summary_options,
+    tokenizer_option,
     provider_options,
     output_options,
     batch_options,

@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from .formats import Message
 from .tools import UNKNOWN_TOOL, blocks, is_block, tool_name, tool_names, tool_result_turns
@@ -89,9 +89,40 @@ def quarters_to_tokens(quarters: int) -> int:
     return math.ceil(quarters / 4)
 
 
-def text_tokens(*texts: str) -> int:
-    """The estimate of some plain texts together, rounded up once."""
-    return quarters_to_tokens(text_quarters(texts))
+# --- who counts ----------------------------------------------------------------------------------
+
+
+class Counter(Protocol):
+    """Counts a list of texts in whole units, ``per_token`` units to a token.
+
+    The heuristic counts quarter tokens; a real tokenizer (``tokenizers.py``) counts tokens,
+    each text encoded on its own and the counts summed.
+    """
+
+    name: str
+    per_token: int
+
+    def units(self, texts: Sequence[str]) -> int: ...
+
+
+@dataclass(frozen=True)
+class Heuristic:
+    name: str = "heuristic"
+    per_token: int = 4
+
+    def units(self, texts: Sequence[str]) -> int:
+        return text_quarters(texts)
+
+
+HEURISTIC = Heuristic()
+
+
+def units_to_tokens(units: int, counter: Counter) -> int:
+    return -(-units // counter.per_token)
+
+
+def tokens_of(texts: Sequence[str], counter: Counter = HEURISTIC) -> int:
+    return units_to_tokens(counter.units(texts), counter)
 
 
 # --- what is counted -----------------------------------------------------------------------------
@@ -163,82 +194,103 @@ class TextCollector:
         return text_quarters(self.texts)
 
 
-def estimate_quarters(messages: list[Message], system: Any = None, compat: bool = False) -> int:
-    counter = TextCollector(compat)
+def counted_texts(messages: list[Message], system: Any = None, compat: bool = False) -> list[str]:
+    collector = TextCollector(compat)
     for message in messages:
-        counter.message(message)
+        collector.message(message)
     if not compat:
-        counter.value(system)
-    return counter.quarters()
+        collector.value(system)
+    return collector.texts
 
 
-def estimate(messages: list[Message], system: Any = None, compat: bool = False) -> int:
-    """The estimated token count of a conversation (and a request envelope's ``system``)."""
-    return quarters_to_tokens(estimate_quarters(messages, system, compat))
+def estimate_quarters(messages: list[Message], system: Any = None, compat: bool = False) -> int:
+    return text_quarters(counted_texts(messages, system, compat))
+
+
+def estimate(
+    messages: list[Message],
+    system: Any = None,
+    compat: bool = False,
+    counter: Counter = HEURISTIC,
+) -> int:
+    """The token count of a conversation (and a request envelope's ``system``), by ``counter``."""
+    return tokens_of(counted_texts(messages, system, compat), counter)
 
 
 # --- where the tokens go -------------------------------------------------------------------------
 
 
-def breakdown(messages: list[Message], system: Any = None, compat: bool = False) -> dict[str, Any]:
-    """The estimate with its parts: per role, per tool, and the number of tool-result turns.
+def breakdown(
+    messages: list[Message],
+    system: Any = None,
+    compat: bool = False,
+    counter: Counter = HEURISTIC,
+) -> dict[str, Any]:
+    """The count with its parts: per role, per tool, and the number of tool-result turns.
 
-    Parts are exact (multiples of 0.25); only ``tokens`` is rounded up.
+    Parts are exact (the heuristic's are multiples of 0.25); only ``tokens`` is rounded up.
     """
     by_role: dict[str, int] = {}
     by_tool: dict[str, dict[str, int]] = {}
     names = tool_names(messages)
+
+    def units_of(part: str, value: Any, profile: bool = compat) -> int:
+        return _units_of(counter, profile, part, value)
+
+    def tokens(units: int) -> float | int:
+        return units / counter.per_token if counter.per_token > 1 else units
 
     def tool(name: str) -> dict[str, int]:
         return by_tool.setdefault(name, {"calls": 0, "call_q": 0, "results": 0, "result_q": 0})
 
     for message in messages:
         role = message["role"]
-        by_role[role] = by_role.get(role, 0) + _quarters_of(compat, "message", message)
+        by_role[role] = by_role.get(role, 0) + units_of("message", message)
         for block in blocks(message):
             if is_block(block, "tool_use"):  # a call is counted under its own name
                 entry = tool(tool_name(block.get("name")))
                 entry["calls"] += 1
-                entry["call_q"] += _quarters_of(compat, "block", block)
+                entry["call_q"] += units_of("block", block)
             elif is_block(block, "tool_result"):
                 entry = tool(names.get(block.get("tool_use_id"), UNKNOWN_TOOL))
                 entry["results"] += 1
-                entry["result_q"] += _quarters_of(compat, "value", block.get("content"))
+                entry["result_q"] += units_of("value", block.get("content"))
         if not compat:
             for call in message.get("tool_calls") or ():
                 entry = tool(tool_name((call.get("function") or {}).get("name")))
                 entry["calls"] += 1
-                entry["call_q"] += _quarters_of(False, "message", {"tool_calls": [call]})
+                entry["call_q"] += units_of("message", {"tool_calls": [call]}, False)
         if role == "tool":
             entry = tool(names.get(message.get("tool_call_id"), UNKNOWN_TOOL))
             entry["results"] += 1
-            entry["result_q"] += _quarters_of(compat, "value", message.get("content"))
-    system_q = 0 if compat else _quarters_of(False, "value", system)
+            entry["result_q"] += units_of("value", message.get("content"))
+    system_q = 0 if compat else units_of("value", system, False)
     total = sum(by_role.values()) + system_q
     report: dict[str, Any] = {
-        "tokens": quarters_to_tokens(total),
-        "exact": total / 4,
+        "tokens": units_to_tokens(total, counter),
+        "exact": tokens(total),
+        "tokenizer": counter.name,
         "profile": "bareagent" if compat else "default",
         "messages": len(messages),
         "tool_result_turns": len(tool_result_turns(messages)),
-        "by_role": {role: q / 4 for role, q in by_role.items()},
+        "by_role": {role: tokens(q) for role, q in by_role.items()},
         "by_tool": {
             name: {
                 "calls": entry["calls"],
-                "call_tokens": entry["call_q"] / 4,
+                "call_tokens": tokens(entry["call_q"]),
                 "results": entry["results"],
-                "result_tokens": entry["result_q"] / 4,
+                "result_tokens": tokens(entry["result_q"]),
             }
             for name, entry in sorted(by_tool.items(), key=lambda item: -item[1]["result_q"])
         },
     }
     if system is not None and not compat:
-        report["envelope_system"] = system_q / 4
+        report["envelope_system"] = tokens(system_q)
     return report
 
 
-def _quarters_of(compat: bool, part: str, value: Any) -> int:
-    """The quarters of one part (``"message"``, ``"block"`` or ``"value"``) on its own."""
+def _units_of(counter: Counter, compat: bool, part: str, value: Any) -> int:
+    """The units of one part (``"message"``, ``"block"`` or ``"value"``) on its own."""
     collector = TextCollector(compat)
     getattr(collector, part)(value)
-    return collector.quarters()
+    return counter.units(collector.texts)

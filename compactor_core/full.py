@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from . import bareagent, language
 from .errors import ProviderError, SummaryCutOff
-from .estimate import estimate, text_tokens
+from .estimate import estimate, tokens_of
 from .formats import Message
 from .micro import micro_compact
 from .prompts import PROMPTS, SUMMARY_PREFIX, system_prompt, user_prompt
@@ -20,6 +20,7 @@ from .providers.base import Summarizer, SummaryRequest
 from .settings import DEFAULT_SETTINGS, Settings
 from .shrink import fit_prompt
 from .status import Status
+from .tokenizers import counter
 from .tools import has_tool_result_block, tool_calls, tool_names, tool_result_ids
 
 FullSettings = Settings  # the name full compaction's callers know; one Settings for all
@@ -92,7 +93,8 @@ def _summarize(
     if settings.compat:
         sent, user = source, user_prompt(settings.lang, bareagent.serialize(source))
     else:
-        sent, user = fit_prompt(source, names, settings.lang, system, settings.max_prompt_tokens)
+        budget, tokens = settings.max_prompt_tokens, counter(settings.tokenizer)
+        sent, user = fit_prompt(source, names, settings.lang, system, budget, tokens)
     request = SummaryRequest(system, user, settings.max_tokens, sent, settings.lang, original)
     cut_off = None
     try:
@@ -115,7 +117,7 @@ def _summarize(
 def _check_summary(summary: str, source: list[Message], provider_name: str) -> None:
     if not summary.strip():
         raise ProviderError(f"{provider_name}: the summary is empty")
-    summary_tokens = text_tokens(summary)
+    summary_tokens = tokens_of([summary])
     source_tokens = estimate(source)
     if summary_tokens >= source_tokens:
         raise ProviderError(

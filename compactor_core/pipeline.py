@@ -21,6 +21,7 @@ from .providers.base import Summarizer
 from .settings import Settings
 from .snapshots import DEFAULT_SESSION, Details, SnapshotStore
 from .status import Status
+from .tokenizers import counter
 
 Command = Literal["micro", "full", "auto"]
 
@@ -63,13 +64,14 @@ class Context:
     source: Path | None = None
 
 
-def measure(conversation: Conversation, compat: bool = False) -> int:
-    return estimate(conversation.messages, conversation.system, compat)
+def measure(conversation: Conversation, settings: Settings) -> int:
+    """The estimate by the settings' profile and tokenizer."""
+    tokens = counter(settings.tokenizer)
+    return estimate(conversation.messages, conversation.system, settings.compat, tokens)
 
 
 def run(job: Job, conversation: Conversation, context: Context = Context()) -> Outcome:
-    compat = job.settings.compat
-    before = measure(conversation, compat) if job.measure else None
+    before = measure(conversation, job.settings) if job.measure else None
     if job.command == "micro":
         outcome = _micro(job, conversation)
     elif job.command == "full":
@@ -79,7 +81,7 @@ def run(job: Job, conversation: Conversation, context: Context = Context()) -> O
     if job.measure:
         after = outcome.tokens_after
         if after is None:
-            after = measure(outcome.conversation, compat)
+            after = measure(outcome.conversation, job.settings)
         outcome = replace(outcome, tokens_before=before, tokens_after=after)
     return outcome
 
@@ -92,9 +94,9 @@ def preview(job: Job, conversation: Conversation) -> Outcome:
     budget (``max_tokens``): the most the result would be, since no model is asked.
     """
     settings = job.settings
-    before = measure(conversation, settings.compat)
+    before = measure(conversation, settings)
     outcome = _micro(job, conversation)
-    after_micro = measure(outcome.conversation, settings.compat)
+    after_micro = measure(outcome.conversation, settings)
     outcome = replace(outcome, tokens_before=before, tokens_after=after_micro)
     if job.command == "micro":
         return outcome
@@ -105,7 +107,7 @@ def preview(job: Job, conversation: Conversation) -> Outcome:
         return replace(outcome, full=Status.NOTHING)
     lang = language.resolve(settings.lang, conversation.messages, settings.compat)
     frame = conversation.with_messages(rebuild(conversation.messages, pending, "", lang))
-    most = measure(frame, settings.compat) + settings.max_tokens
+    most = measure(frame, settings) + settings.max_tokens
     return replace(
         outcome, changed=True, full=Status.WOULD_RUN, tokens_after=min(most, after_micro)
     )
@@ -131,14 +133,14 @@ def _full(job: Job, conversation: Conversation, context: Context) -> Outcome:
     store = context.snapshots
     taken = []
     if store is not None and context.original is not None:
-        tokens = measure(conversation, compat)
+        tokens = measure(conversation, job.settings)
         details = Details(conversation.shape, len(conversation.messages), tokens)
         taken.append(
             store.save_original(context.session_id, context.original, details, context.source)
         )
     full = full_compact(conversation.messages, context.provider or default_provider(), job.settings)
     if store is not None and full.status == Status.COMPACTED:
-        details = Details(tokens=measure(conversation.with_messages(full.messages), compat))
+        details = Details(tokens=measure(conversation.with_messages(full.messages), job.settings))
         result = store.save_result(context.session_id, full.messages, details, context.source)
         taken.append(result)
     return _from_full(full, conversation, tuple(taken))
@@ -158,7 +160,7 @@ def _from_full(full: FullResult, conversation: Conversation, taken: tuple[Path, 
 def _auto(job: Job, conversation: Conversation, context: Context) -> Outcome:
     settings = job.settings
     micro_outcome = _micro(job, conversation)
-    tokens = measure(micro_outcome.conversation, settings.compat)
+    tokens = measure(micro_outcome.conversation, settings)
     if tokens <= settings.threshold:
         return replace(micro_outcome, tokens_after=tokens)
     full = _full(job, conversation, context)
@@ -169,5 +171,5 @@ def _auto(job: Job, conversation: Conversation, context: Context) -> Outcome:
         if outcome.error is not None:
             return replace(outcome, tokens_after=tokens)  # the failure is the news
     if outcome.full == Status.COMPACTED:
-        tokens = measure(outcome.conversation, settings.compat)
+        tokens = measure(outcome.conversation, settings)
     return replace(outcome, over_threshold=tokens > settings.threshold, tokens_after=tokens)

@@ -24,6 +24,7 @@ class Settings:
     max_prompt_tokens: int = defaults.MAX_PROMPT_TOKENS  # what is sent is shrunk to fit
     keep_cut_off: bool = True  # a summary that stopped at max_tokens is kept (False: it fails)
     compat: bool = False  # the BareAgent profile: its rules, no extensions, no guards
+    tokenizer: str = "heuristic"  # who counts for the threshold, max_prompt_tokens and statistics
 
 
 DEFAULT_SETTINGS = Settings()

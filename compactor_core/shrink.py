@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .estimate import json_text, text_quarters, text_tokens
+from .estimate import HEURISTIC, Counter, json_text, tokens_of
 from .formats import Message
 from .micro import micro_compact
 from .prompts import SUMMARY_PREFIX, user_prompt
@@ -32,17 +32,18 @@ def fit_prompt(
     lang: str,
     system: str,
     budget: int,
+    counter: Counter = HEURISTIC,
 ) -> tuple[list[Message], str]:
     """The messages to send and the user prompt built from them, within ``budget`` tokens."""
     prompt = user_prompt(lang, serialize(source, names))
-    if text_tokens(system, prompt) <= budget:
+    if tokens_of([system, prompt], counter) <= budget:
         return source, prompt
     for step in (_all_results_as_markers, _cut_long_texts):
         source = step(source)
         prompt = user_prompt(lang, serialize(source, names))
-        if text_tokens(system, prompt) <= budget:
+        if tokens_of([system, prompt], counter) <= budget:
             return source, prompt
-    source = _drop_oldest(source, names, lang, system, budget)
+    source = _drop_oldest(source, names, lang, system, budget, counter)
     return source, user_prompt(lang, serialize(source, names))
 
 
@@ -136,7 +137,12 @@ def _cut_call(call: Any) -> Any:
 
 
 def _drop_oldest(
-    source: list[Message], names: dict[Any, str], lang: str, system: str, budget: int
+    source: list[Message],
+    names: dict[Any, str],
+    lang: str,
+    system: str,
+    budget: int,
+    counter: Counter,
 ) -> list[Message]:
     """Keep the newest messages that fit, behind those that say what the work is for.
 
@@ -145,14 +151,15 @@ def _drop_oldest(
     """
     pinned = _pinned(source)
     head = [source[index] for index in pinned]
-    fixed = text_quarters([system, user_prompt(lang, serialize(head, names))])
-    room = budget * 4 - fixed
+    fixed = counter.units([system, user_prompt(lang, serialize(head, names))])
+    room = budget * counter.per_token - fixed
+    separator = counter.units(["\n\n"])
     kept: list[int] = []
     for index in range(len(source) - 1, -1, -1):
         if index in pinned:
             continue
         # each message adds its block of lines plus the blank line that separates it
-        room -= text_quarters([serialize([source[index]], names)]) + 2
+        room -= counter.units([serialize([source[index]], names)]) + separator
         if room < 0 and (kept or pinned):
             break
         kept.append(index)

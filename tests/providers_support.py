@@ -129,8 +129,17 @@ def run_ctxpack(
 
 
 def snapshots(run: Run) -> list[list[Any]]:
-    files = sorted(run.transcripts.glob("*.jsonl")) if run.transcripts.exists() else []
-    return [[json.loads(line) for line in path.read_text("utf-8").splitlines()] for path in files]
+    """The messages of each snapshot, oldest first (names sort by time): an original keeps the
+    input's bytes (a JSON array here), a result is JSONL."""
+    if not run.transcripts.exists():
+        return []
+    files = sorted(path for path in run.transcripts.iterdir() if path.suffix in (".json", ".jsonl"))
+    return [
+        json.loads(path.read_bytes())
+        if path.suffix == ".json"
+        else [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+        for path in files
+    ]
 
 
 def assert_no_secret(run: Run, secret: str = SECRET) -> None:

@@ -21,7 +21,7 @@ ROW = re.compile(r"^\s+(\d+)\s+(\S.*)$")
 COMMANDS = sorted(cli.commands)
 # Options with no default worth showing: an output target, free text, or nothing when unset.
 NO_DEFAULT = {"output", "backup", "instructions", "command", "output_dir", "threshold"}
-NO_DEFAULT |= {"exclude_tools"}  # none excluded
+NO_DEFAULT |= {"exclude_tools", "scheduler"}  # none excluded; no cluster unless named
 NO_DEFAULT_IN = {("sessions", "over")}
 NO_DEFAULT_IN |= {("restore", name) for name in ("session_id", "at", "keep", "older_than")}
 VARIABLES = (

@@ -269,7 +269,7 @@ def test_in_place_on_object_storage_keeps_the_original(fs: Any, cluster: Cluster
     snapshots = objects(fs, "inplace/snapshots")
     assert len(snapshots) == 4
     for name, data in snapshots.items():
-        key = re.fullmatch(r"(s\d)_\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{6}\.jsonl", name)
+        key = re.fullmatch(r"(s\d)-[0-9a-f]{8}_\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{6}\.jsonl", name)
         assert key, name
         original = json.loads(files[f"{key.group(1)}.json"])
         assert [json.loads(line) for line in data.splitlines()] == original

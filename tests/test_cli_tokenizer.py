@@ -1,0 +1,174 @@
+"""`--tokenizer`, CTXPACK_TOKENIZER and the config file, through the real executable."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import REPO, corpus_files, dumps, run
+from tokenizer_reference import reference_total
+
+from compactor_core.estimate import counted_texts, estimate
+from compactor_core.formats import parse
+
+INSTALL = "pip install 'ctxpack[tokenizers]'"
+PROSE = "我们需要先检查配置文件，然后重新运行测试，确认问题已经解决。"
+
+
+def exact(name: str, path: Path) -> int:
+    conversation = parse(path.read_bytes(), str(path))
+    return reference_total(name, counted_texts(conversation.messages, conversation.system))
+
+
+def chinese_session(path: Path, turns: int = 12) -> Path:
+    """A session of Chinese prose: the heuristic counts it well above what o200k counts."""
+    messages = [
+        {"role": "user" if index % 2 == 0 else "assistant", "content": PROSE * 8}
+        for index in range(turns)
+    ]
+    messages.append({"role": "user", "content": "继续"})
+    path.write_bytes(dumps(messages))
+    return path
+
+
+@pytest.mark.parametrize("name", ["o200k", "cl100k", "qwen3"])
+def test_estimate_prints_the_exact_count(name: str) -> None:
+    path = corpus_files()[0]
+    result = run("estimate", "--tokenizer", name, path)
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert int(result.stdout) == exact(name, path)
+
+
+def test_json_says_who_counted_and_shows_the_heuristic_beside_it() -> None:
+    path = corpus_files()[1]
+    report = json.loads(run("estimate", "--json", "--tokenizer", "o200k", path).stdout)
+    heuristic = int(run("estimate", path).stdout)
+    assert report["tokenizer"] == "o200k"
+    assert report["tokens"] == report["exact"] == exact("o200k", path)
+    assert report["heuristic"] == {
+        "tokens": heuristic,
+        "ratio": round(heuristic / report["tokens"], 3),
+    }
+    plain = json.loads(run("estimate", "--json", path).stdout)
+    assert plain["tokenizer"] == "heuristic" and "heuristic" not in plain
+
+
+def test_threshold_compares_the_exact_count(tmp_path: Path) -> None:
+    path = chinese_session(tmp_path / "zh.json")
+    tokens = int(run("estimate", "--tokenizer", "o200k", path).stdout)
+    assert int(run("estimate", path).stdout) > tokens  # the heuristic says more
+    assert run("estimate", "-q", "--tokenizer", "o200k", "--over", tokens - 1, path).returncode == 0
+    assert run("estimate", "-q", "--tokenizer", "o200k", "--over", tokens, path).returncode == 1
+
+
+def test_flag_beats_environment_beats_config_file(tmp_path: Path) -> None:
+    path = corpus_files()[0]
+    config = tmp_path / "config.toml"
+    config.write_text('tokenizer = "qwen3"\n', encoding="utf-8")
+    counts = {
+        name: str(exact(name, path)).encode() + b"\n" for name in ("o200k", "cl100k", "qwen3")
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CTXPACK_CONFIG", str(config))
+        assert run("estimate", path).stdout == counts["qwen3"]
+        patch.setenv("CTXPACK_TOKENIZER", "cl100k")
+        assert run("estimate", path).stdout == counts["cl100k"]
+        assert run("estimate", "--tokenizer", "o200k", path).stdout == counts["o200k"]
+        heuristic = run("estimate", "--tokenizer", "heuristic", path).stdout
+    assert int(heuristic) == estimate(parse(path.read_bytes()).messages)
+
+
+BAD_SETTINGS = [
+    (["--tokenizer", "gpt2"], "unknown tokenizer 'gpt2': choose one of heuristic, o200k"),
+    (["env:gpt-4o"], "unknown tokenizer 'gpt-4o': choose one of heuristic, o200k"),
+    (["config:tokenizer = 5"], "config.toml: tokenizer must be a name, got 5"),
+]
+# A provider's table is read by the commands that summarize; a tokenizer does not belong there.
+IN_A_TABLE = (
+    ["config:[extractive]\ntokenizer = 'o200k'"],
+    "config.toml: unknown setting 'tokenizer'",
+)
+
+
+@pytest.mark.parametrize(
+    ("command", "setting", "message"),
+    [
+        *((command, *case) for command in ("estimate", "auto", "full") for case in BAD_SETTINGS),
+        *((command, *IN_A_TABLE) for command in ("auto", "full")),
+    ],
+)
+def test_a_bad_name_is_one_line_and_exit_78(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, setting: list[str], message: str
+) -> None:
+    flags = setting
+    if setting[0].startswith("env:"):
+        monkeypatch.setenv("CTXPACK_TOKENIZER", setting[0].removeprefix("env:"))
+        flags = []
+    elif setting[0].startswith("config:"):
+        config = tmp_path / "config.toml"
+        config.write_text(setting[0].removeprefix("config:") + "\n", encoding="utf-8")
+        monkeypatch.setenv("CTXPACK_CONFIG", str(config))
+        flags = []
+    source = tmp_path / "in.json"
+    source.write_bytes(dumps([{"role": "user", "content": "hi"}]))
+    result = run(command, *flags, source)
+    assert (result.returncode, result.stdout) == (78, b"")
+    assert message in result.stderr.decode()
+    assert result.stderr.count(b"\n") == 1 and b"Traceback" not in result.stderr
+
+
+def test_without_the_extra_one_line_names_what_to_install(tmp_path: Path) -> None:
+    # tiktoken made unimportable for this process only, as in an install without the extra
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "tiktoken.py").write_text("raise ImportError('No module named tiktoken')\n")
+    source = tmp_path / "in.json"
+    source.write_bytes(dumps([{"role": "user", "content": "hi"}]))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTHONPATH", str(shadow))
+        for command in ("estimate", "auto", "full"):
+            result = run(command, "--tokenizer", "o200k", source)
+            assert (result.returncode, result.stdout) == (78, b"")
+            assert result.stderr.decode() == (
+                f"ctxpack: tokenizer 'o200k' needs tiktoken, which is not installed: {INSTALL}\n"
+            )
+        assert run("estimate", source).returncode == 0  # the heuristic needs nothing
+
+
+def test_the_heuristic_path_imports_no_tokenizer(tmp_path: Path) -> None:
+    source = tmp_path / "in.json"
+    source.write_bytes(dumps([{"role": "user", "content": "hi"}]))
+    code = (
+        "import sys\n"
+        "import cli.main\n"
+        "before = sorted(m for m in sys.modules if m.startswith(('tiktoken', 'tokenizers')))\n"
+        "try:\n"
+        f"    cli.main.cli(['estimate', {str(source)!r}], prog_name='ctxpack')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('tiktoken', 'tokenizers', 'importlib.metadata')\n"
+        "after = sorted(m for m in sys.modules if m.startswith(heavy))\n"
+        "print(before, after, file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
+    assert result.stdout == "1\n"
+    assert result.stderr == "[] []\n"
+
+
+def test_auto_threshold_counts_with_the_tokenizer(tmp_path: Path) -> None:
+    path = chinese_session(tmp_path / "zh.json")
+    exact_tokens = int(run("estimate", "--tokenizer", "o200k", path).stdout)
+    threshold = (exact_tokens + int(run("estimate", path).stdout)) // 2
+    by_heuristic = run("auto", "--threshold", threshold, "--no-transcript", path)
+    by_tokens = run(
+        "auto", "--threshold", threshold, "--tokenizer", "o200k", "--stats", "--no-transcript", path
+    )
+    assert by_heuristic.returncode == by_tokens.returncode == 0
+    assert len(json.loads(by_heuristic.stdout)) < 13  # over by the heuristic: summarized
+    assert json.loads(by_tokens.stdout) == json.loads(path.read_bytes())  # not over: as it was
+    assert f"tokens {exact_tokens} -> {exact_tokens}".encode() in by_tokens.stderr
