@@ -17,8 +17,7 @@ import json
 from typing import Any
 
 from .formats import Message
-
-UNKNOWN_TOOL = "unknown"
+from .tools import UNKNOWN_TOOL
 
 
 def stringify(value: Any) -> str:

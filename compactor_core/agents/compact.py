@@ -26,7 +26,7 @@ from ..pipeline import Job, default_provider
 from ..providers.base import Summarizer
 from ..settings import Settings
 from ..status import Status
-from ..tools import tool_result_turns
+from ..tools import UNKNOWN_TOOL, tool_result_turns
 from .base import Compaction, Record, ToolResult
 from .session import Session, load_view, pick, piece_quarters, read_record, result_holders
 
@@ -71,7 +71,7 @@ def plan_micro(session: Session, settings: Settings) -> MicroPlan:
         if index in kept:
             continue
         for result in info.results:
-            tool = session.names.get(result.call_id, "unknown")
+            tool = session.names.get(result.call_id, UNKNOWN_TOOL)
             if _gets_marker(result, tool, settings):
                 records.add(index)
                 if isinstance(result.call_id, str):
@@ -82,7 +82,7 @@ def plan_micro(session: Session, settings: Settings) -> MicroPlan:
         if info.copies and index not in kept and any(call in outputs for call in info.copies)
     )
     results = sum(
-        _gets_marker(result, session.names.get(result.call_id, "unknown"), settings)
+        _gets_marker(result, session.names.get(result.call_id, UNKNOWN_TOOL), settings)
         for index in records
         for result in infos[index].results
     )
@@ -120,7 +120,7 @@ def micro_change(session: Session, plan: MicroPlan, settings: Settings):
             }
             compacted = micro_compact([asked, *messages], every_result)[0][1:]
             truncated = {
-                call_id: session.names.get(call_id, "unknown")
+                call_id: session.names.get(call_id, UNKNOWN_TOOL)
                 for (call_id, holder), was in zip(result_holders(compacted), before, strict=True)
                 if not was and is_marker(holder.get("content"))
             }
