@@ -24,7 +24,7 @@ from .full import (
     rebuild,
 )
 from .micro import MicroResult, MicroSettings, copy_tool_results, micro_with
-from .providers.base import Summarizer
+from .providers.base import Summarizer, check_ready
 from .snapshots import DEFAULT_SESSION, Details, SnapshotStore
 from .tokenizers import counter
 
@@ -127,6 +127,7 @@ def _full(job: Job, conversation: Conversation, context: Context) -> Outcome:
     pending = find_pending_turn(conversation.messages, job.full.compat)
     if not has_source(conversation.messages, pending):  # a no-op: no snapshot, no model call
         return Outcome(conversation, changed=False, full="nothing")
+    check_ready(context.provider)  # a missing API key: exit 78, before any snapshot
     store = context.snapshots
     taken = []
     if store is not None and context.original is not None:

@@ -28,6 +28,9 @@ class OpenAISummarizer:
         self.model = settings.model
         self.client = client or JsonClient(self.name, settings, headers)
 
+    def ready(self) -> None:
+        self.client.ready()
+
     def summarize(self, request: SummaryRequest) -> str:
         body = {
             "model": self.model,
