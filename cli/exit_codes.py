@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from enum import IntEnum
 
 from compactor_core.errors import (
@@ -15,6 +16,8 @@ from compactor_core.errors import (
     SessionInUse,
     UsageError,
 )
+
+from . import io
 
 
 class ExitStatus(IntEnum):
@@ -74,3 +77,23 @@ def combined(failures: list[ExitStatus]) -> ExitStatus:
     if not failures:
         return ExitStatus.OK
     return failures[0] if len(set(failures)) == 1 else ExitStatus.NOT_OVER
+
+
+def for_each_input(
+    names: Sequence[str], handle: Callable[[str], Iterable[ExitStatus] | None]
+) -> list[ExitStatus]:
+    """Handle every input in turn; return the statuses the failures call for.
+
+    With several inputs a failed one is reported in one line and the rest go on, as ``cat`` does;
+    a single input's error goes up, to be reported once by the command group.
+    """
+    failures: list[ExitStatus] = []
+    for name in names:
+        try:
+            failures.extend(handle(name) or ())
+        except CtxpackError as error:
+            if len(names) == 1:
+                raise
+            io.warn(io.error_line(error))
+            failures.append(status_for(error))
+    return failures

@@ -36,7 +36,7 @@ from typing import TypeVar
 from .agents.in_place import SessionSettings, process_session
 from .agents.registry import MESSAGES
 from .atomic import atomic_write, fsync_directory, remove_stale_temp_files
-from .errors import CtxpackError, InputUnreadable, OutputError, ProviderError
+from .errors import CtxpackError, IsADirectory, OutputError, ProviderError
 from .files import InPlace, SourceFile, check_writable, replace_file
 from .formats import Conversation, dump, parse
 from .pipeline import Context, Job, Outcome, preview, run
@@ -123,7 +123,7 @@ def find_targets(
         path = Path(name)
         if path.is_dir():
             if not recursive:
-                raise InputUnreadable(f"{name}: is a directory (add --recursive)")
+                raise IsADirectory(f"{name}: is a directory")
             found = _walk(path, globs, skipped)
         else:
             found = [(path, Path(path.name))]

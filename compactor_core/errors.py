@@ -3,6 +3,7 @@
     CtxpackError
     ├── InputError            the input is not a valid conversation (exit 65)
     ├── InputUnreadable       an input file is missing or unreadable (exit 66)
+    │   └── IsADirectory      ... a folder where a file was expected (the CLI adds the hint)
     ├── OutputError           stdout, an output file or a snapshot could not be written (exit 74)
     ├── ConfigError           unknown provider, missing API key, bad config file (exit 78)
     ├── UsageError            a value the user gave cannot be used (exit 2), e.g. a session id
@@ -27,6 +28,14 @@ class InputError(CtxpackError):
 
 class InputUnreadable(CtxpackError):
     """An input file is missing or cannot be read."""
+
+
+class IsADirectory(InputUnreadable):
+    """A folder was named where a file was expected.
+
+    The message is only "NAME: is a directory": which flag would help depends on the command,
+    so the front end adds that hint.
+    """
 
 
 class OutputError(CtxpackError):

@@ -136,7 +136,7 @@ def test_a_folder_without_recursive_is_an_error(tmp_path: Path) -> None:
     before = tree(tmp_path / "d")
     done = run("micro", "-i", tmp_path / "d")
     assert done.returncode == 66
-    assert stderr_lines(done) == [f"ctxpack: {tmp_path / 'd'}: is a directory (add --recursive)"]
+    assert stderr_lines(done) == [f"ctxpack: {tmp_path / 'd'}: is a directory (add -r/--recursive)"]
     assert tree(tmp_path / "d") == before
 
 
