@@ -15,6 +15,7 @@ from compactor_core.errors import (
     RetryableProviderError,
     SessionInUse,
     UsageError,
+    WorkerDied,
 )
 
 from . import io
@@ -62,6 +63,7 @@ _STATUS_OF_ERROR: list[tuple[type[CtxpackError], ExitStatus]] = [
     (ConfigError, ExitStatus.CONFIG),
     (UsageError, ExitStatus.USAGE),
     (SessionInUse, ExitStatus.TEMPORARY),
+    (WorkerDied, ExitStatus.SOFTWARE),
 ]
 
 

@@ -8,6 +8,7 @@
     ├── ConfigError           unknown provider, missing API key, bad config file (exit 78)
     ├── UsageError            a value the user gave cannot be used (exit 2), e.g. a session id
     ├── SessionInUse          an agent's session file is in use by its agent: skipped (exit 75)
+    ├── WorkerDied            a batch worker process died before the file was done (exit 70)
     └── ProviderError         the summary provider failed (exit 69 under --strict)
         └── RetryableProviderError   ... in a way worth retrying: timeout, 429, 5xx (exit 75)
 
@@ -60,3 +61,11 @@ class ProviderError(CtxpackError):
 
 class RetryableProviderError(ProviderError):
     """The provider failed in a way worth retrying later: timeout, 429, 5xx, connection."""
+
+
+class WorkerDied(CtxpackError):
+    """A batch worker process died (killed, out of memory) before this file was reported.
+
+    The file itself is whole: every write is an atomic rename, so it holds its old version or,
+    if the worker got that far, its new one.
+    """
