@@ -299,9 +299,22 @@ def _summary_line(done: list[FileReport], total: int, dry_run: bool) -> str:
     skipped = sum(report.skipped for report in done)
     if skipped:
         line += f", {skipped} skipped (output already current)"
+    summaries_failed = _summaries_failed(done)
+    if summaries_failed:  # done, but not summarized: without --strict they count as no failure
+        line += f", {len(summaries_failed)} summaries failed: {_some(summaries_failed)}"
     if len(done) < total:
         line += f" ({total - len(done)} not done)"
     return line
+
+
+def _summaries_failed(done: list[FileReport]) -> list[str]:
+    return sorted(report.label for report in done if report.summary_error is not None)
+
+
+def _some(labels: list[str], most: int = 5) -> str:
+    """The first few labels: each one also had its own warning line."""
+    shown = ", ".join(labels[:most])
+    return shown if len(labels) <= most else f"{shown} and {len(labels) - most} more"
 
 
 def _json_report(done: list[FileReport], total: int, dry_run: bool) -> dict[str, Any]:
@@ -311,6 +324,7 @@ def _json_report(done: list[FileReport], total: int, dry_run: bool) -> dict[str,
         "changed": sum(report.changed for report in done),
         "failed": sum(report.error is not None for report in done),
         "skipped": sum(report.skipped for report in done),
+        "summaries_failed": len(_summaries_failed(done)),
         "dry_run": dry_run,
         "tokens_before": sum(report.tokens_before or 0 for report in done),
         "tokens_after": sum(report.tokens_after or 0 for report in done),

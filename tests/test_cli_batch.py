@@ -231,6 +231,24 @@ def test_json_report_and_summary_line(tmp_path: Path) -> None:
     assert by_path[str(files["invalid"])]["error"].startswith(str(files["invalid"]))
 
 
+def test_the_summary_line_counts_failed_summaries(tmp_path: Path) -> None:
+    """Every summary fails (a model command that exits 1): micro's results stand, and the
+    summary line and the report say so rather than "0 failed" alone."""
+    files = [write_session(tmp_path / "d" / f"{name}.json") for name in "abc"]
+    options = ["--threshold", "0", "--provider", "command", "--command", "false"]
+    done = run("auto", "-i", "-r", tmp_path / "d", "--json", "--no-transcript", *options)
+    assert done.returncode == 0, done.stderr  # a summary failure without --strict
+    report = json.loads(done.stdout)
+    assert (report["failed"], report["summaries_failed"]) == (0, 3)
+    before, after = report["tokens_before"], report["tokens_after"]
+    names = ", ".join(str(path) for path in files)
+    assert stderr_lines(done)[-1] == (
+        f"ctxpack: 3 files, 3 changed, 0 failed, tokens {before} -> {after}, "
+        f"3 summaries failed: {names}"
+    )
+    assert sum("summary failed" in line for line in stderr_lines(done)) == 3
+
+
 def test_fail_fast_stops_at_the_first_failure(tmp_path: Path) -> None:
     for seed in range(30):
         path = tmp_path / "d" / f"s{seed:02}.json"
