@@ -47,7 +47,7 @@ Exit status:
   65   input is not a valid conversation
   66   an input file is missing or unreadable
   69   --strict: the provider failed (bad reply, 4xx)
-  70   internal error: a bug of ctxpack (CTXPACK_TRACEBACK=1 shows where)
+  70   internal error: a bug of ctxpack (CTXPACK_TRACEBACK=1 shows where), or a batch worker died
   74   output, in-place file or snapshot could not be written
   75   try again later: a session file in use; --strict: provider timeout, 429, 5xx, connection
   78   configuration error (unknown provider, missing API key, bad config file)
