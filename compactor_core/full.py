@@ -17,7 +17,7 @@ from .estimate import estimate, text_quarters
 from .formats import Message
 from .micro import MicroSettings, copy_tool_results, micro_with
 from .prompts import DEFAULT_MAX_TOKENS, PROMPTS, SUMMARY_PREFIX, system_prompt
-from .providers.base import Summarizer, SummaryRequest
+from .providers.base import Summarizer, SummaryRequest, check_ready
 from .shrink import DEFAULT_MAX_PROMPT_TOKENS, fit_prompt
 from .tokenizers import counter
 from .tools import has_tool_result_block, tool_calls, tool_names, tool_result_ids
@@ -64,6 +64,7 @@ def full_compact(
     pending = find_pending_turn(messages, settings.compat)
     if not has_source(messages, pending):
         return FullResult(messages, "nothing")
+    check_ready(provider)  # a missing API key is a configuration error, not a failed summary
 
     working = copy_tool_results(messages)
     micro_with(working, settings.micro)  # the pending turn counts among the kept turns
