@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -161,8 +162,8 @@ def resolve_provider(flags: Mapping[str, Any], environ: Mapping[str, str]) -> Pr
         command=first("command", ("CTXPACK_COMMAND",), file.get("command"), None),
         environment=dict(environ) if name == "command" else None,
     )
-    _check_complete(settings, named_key=bool(file.get("api_key_env")))
-    return settings
+    _check_command(settings)
+    return replace(settings, key_required=_needs_key(settings, bool(file.get("api_key_env"))))
 
 
 def resolve_lang(flag: str | None, environ: Mapping[str, str]) -> str:
@@ -180,17 +181,20 @@ def resolve_lang(flag: str | None, environ: Mapping[str, str]) -> str:
     return value
 
 
-def _check_complete(settings: ProviderSettings, named_key: bool = False) -> None:
-    from compactor_core.providers.settings import DEFAULT_BASE_URLS
-
+def _check_command(settings: ProviderSettings) -> None:
     if settings.name == "command" and not settings.command:
         raise ConfigError("provider 'command' needs a command: use --command or CTXPACK_COMMAND")
+
+
+def _needs_key(settings: ProviderSettings, named_key: bool) -> bool:
+    """Whether the provider needs an API key: checked when a summary is needed, not before."""
+    from compactor_core.providers.settings import DEFAULT_BASE_URLS
+
     # A local server (Ollama, llama.cpp, vLLM, ...) may need no key; the hosted services do, and
     # so does any server whose key variable the config file names.
-    if settings.api_key or not settings.is_network:
-        return
-    if named_key or _host(settings.base_url) == _host(DEFAULT_BASE_URLS.get(settings.name)):
-        raise ConfigError(f"no API key for provider {settings.name!r}: set {settings.key_variable}")
+    if not settings.is_network:
+        return False
+    return named_key or _host(settings.base_url) == _host(DEFAULT_BASE_URLS.get(settings.name))
 
 
 def _host(url: str | None) -> str | None:

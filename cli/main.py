@@ -13,7 +13,7 @@ from compactor_core.errors import CtxpackError
 
 from . import io, options
 from .agents import check, sessions
-from .exit_codes import TABLE, ExitStatus, status_for
+from .exit_codes import TABLE, ExitStatus, combined, for_each_input, status_for
 from .restore import restore
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class CtxpackGroup(click.Group):
         try:
             return super().invoke(ctx)
         except CtxpackError as error:
-            io.warn(str(error))
+            io.warn(io.error_line(error))
             ctx.exit(status_for(error))
         except BrokenPipeError:
             _silence_stdout()
@@ -181,13 +181,11 @@ def estimate(
 
     For an agent's session file: the conversation the agent would send on resume.
     """
-    from compactor_core.estimate import HEURISTIC, breakdown, estimate
     from compactor_core.formats import dumps
-
-    from . import agent_files
 
     counter = _counter(tokenizer)
     bareagent = compat == "bareagent"
+    io.set_directory_hint("add -r/--recursive")
     if listing["summary"]:
         from .corpus import summarize
 
@@ -197,37 +195,50 @@ def estimate(
         from .corpus import expand
 
         names = expand(names, listing["globs"])
-    any_over = False
-    for name in names:
-        with agent_files.opened(name, format_name) as given:
-            if isinstance(given, agent_files.Opened):
-                if counter is not HEURISTIC:
-                    raise click.UsageError(f"{name}: --tokenizer does not count session files yet")
-                session = agent_files.index(given)
-                tokens = session.tokens
-                report = agent_files.estimate_report(given, session) if as_json else {}
-            else:
-                conversation = given.parse()
-                tokens = estimate(conversation.messages, conversation.system, bareagent, counter)
-                report = (
-                    breakdown(conversation.messages, conversation.system, bareagent, counter)
-                    if as_json
-                    else {}
-                )
-                if as_json and counter is not HEURISTIC:
-                    heuristic = estimate(conversation.messages, conversation.system, bareagent)
-                    report["heuristic"] = _beside(heuristic, tokens)
+    over: list[bool] = []
+
+    def estimate_one(name: str) -> None:
+        tokens, report = _estimate_file(name, format_name, bareagent, counter, as_json)
         if as_json:
             if len(names) > 1:
                 report = {"file": name, **report}
             line = dumps(report).decode()
         else:
             line = str(tokens) if len(names) == 1 else f"{tokens}\t{name}"
-        any_over = any_over or (threshold is not None and tokens > threshold)
+        over.append(threshold is not None and tokens > threshold)
         if not quiet:
             io.write_stdout(line.encode() + b"\n")
-    if threshold is not None and not any_over:
+
+    failures = for_each_input(names, estimate_one)
+    if failures:  # a file that could not be counted decides, as in a batch
+        sys.exit(combined(failures))
+    if threshold is not None and not any(over):
         sys.exit(ExitStatus.NOT_OVER)
+
+
+def _estimate_file(
+    name: str, format_name: str, bareagent: bool, counter: Counter, as_json: bool
+) -> tuple[int, dict[str, Any]]:
+    """One input's tokens, and its breakdown when ``--json`` asks for it."""
+    from compactor_core.estimate import HEURISTIC, breakdown, estimate
+
+    from . import agent_files
+
+    with agent_files.opened(name, format_name) as given:
+        if isinstance(given, agent_files.Opened):
+            if counter is not HEURISTIC:
+                raise click.UsageError(f"{name}: --tokenizer does not count session files yet")
+            session = agent_files.index(given)
+            return session.tokens, agent_files.estimate_report(given, session) if as_json else {}
+        conversation = given.parse()
+        tokens = estimate(conversation.messages, conversation.system, bareagent, counter)
+        if not as_json:
+            return tokens, {}
+        report = breakdown(conversation.messages, conversation.system, bareagent, counter)
+        if counter is not HEURISTIC:
+            heuristic = estimate(conversation.messages, conversation.system, bareagent)
+            report["heuristic"] = _beside(heuristic, tokens)
+        return tokens, report
 
 
 def _counter(flag: str | None) -> Counter:

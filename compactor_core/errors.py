@@ -3,10 +3,12 @@
     CtxpackError
     ├── InputError            the input is not a valid conversation (exit 65)
     ├── InputUnreadable       an input file is missing or unreadable (exit 66)
+    │   └── IsADirectory      ... a folder where a file was expected (the CLI adds the hint)
     ├── OutputError           stdout, an output file or a snapshot could not be written (exit 74)
     ├── ConfigError           unknown provider, missing API key, bad config file (exit 78)
     ├── UsageError            a value the user gave cannot be used (exit 2), e.g. a session id
     ├── SessionInUse          an agent's session file is in use by its agent: skipped (exit 75)
+    ├── WorkerDied            a batch worker process died before the file was done (exit 70)
     └── ProviderError         the summary provider failed (exit 69 under --strict)
         ├── RetryableProviderError   ... in a way worth retrying: timeout, 429, 5xx (exit 75)
         └── SummaryCutOff            the summary stopped at max_tokens (kept unless --strict)
@@ -37,6 +39,14 @@ class InputError(CtxpackError):
 
 class InputUnreadable(CtxpackError):
     """An input file is missing or cannot be read."""
+
+
+class IsADirectory(InputUnreadable):
+    """A folder was named where a file was expected.
+
+    The message is only "NAME: is a directory": which flag would help depends on the command,
+    so the front end adds that hint.
+    """
 
 
 class OutputError(CtxpackError):
@@ -78,3 +88,11 @@ class SummaryCutOff(ProviderError):
     def __init__(self, message: str, summary: str) -> None:
         super().__init__(message)
         self.summary = summary
+
+
+class WorkerDied(CtxpackError):
+    """A batch worker process died (killed, out of memory) before this file was reported.
+
+    The file itself is whole: every write is an atomic rename, so it holds its old version or,
+    if the worker got that far, its new one.
+    """

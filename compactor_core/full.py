@@ -16,7 +16,7 @@ from .estimate import estimate, tokens_of
 from .formats import Message
 from .micro import micro_compact
 from .prompts import PROMPTS, SUMMARY_PREFIX, system_prompt, user_prompt
-from .providers.base import Summarizer, SummaryRequest
+from .providers.base import Summarizer, SummaryRequest, check_ready
 from .settings import DEFAULT_SETTINGS, Settings
 from .shrink import fit_prompt
 from .status import Status
@@ -56,6 +56,7 @@ def full_compact(
     pending = find_pending_turn(messages, settings.compat)
     if not has_source(messages, pending):
         return FullResult(messages, Status.NOTHING)
+    check_ready(provider)  # a missing API key is a configuration error, not a failed summary
 
     working, _ = micro_compact(messages, settings)  # the pending turn counts among the kept
     source = [

@@ -17,7 +17,7 @@ from .estimate import estimate
 from .formats import Conversation
 from .full import FullResult, find_pending_turn, full_compact, has_source, rebuild
 from .micro import MicroResult, micro_compact
-from .providers.base import Summarizer
+from .providers.base import Summarizer, check_ready
 from .settings import Settings
 from .snapshots import DEFAULT_SESSION, Details, SnapshotStore
 from .status import Status
@@ -130,6 +130,7 @@ def _full(job: Job, conversation: Conversation, context: Context) -> Outcome:
     pending = find_pending_turn(conversation.messages, compat)
     if not has_source(conversation.messages, pending):  # a no-op: no snapshot, no model call
         return Outcome(conversation, changed=False, full=Status.NOTHING)
+    check_ready(context.provider)  # a missing API key: exit 78, before any snapshot
     store = context.snapshots
     taken = []
     if store is not None and context.original is not None:

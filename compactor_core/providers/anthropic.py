@@ -32,6 +32,9 @@ class AnthropicSummarizer:
         self.model = settings.model
         self.client = client or JsonClient(self.name, settings, headers, **options)
 
+    def ready(self) -> None:
+        self.client.ready()
+
     def summarize(self, request: SummaryRequest) -> str:
         body = {
             "model": self.model,

@@ -97,13 +97,19 @@ class JsonClient:
         self.attempts = 0  # requests sent, retries included: for reports and tests
         self._headers = dict(headers)
         self._secrets = secret_forms(settings)
+        self._check_key = settings.check_key
         self._sleep, self._now, self._jitter = sleep, now, jitter
         self._transport = transport
         self._client: httpx.Client | None = None
         self._client_lock = threading.Lock()
 
+    def ready(self) -> None:
+        """Raise ConfigError if the API cannot be asked at all: a hosted service without its key."""
+        self._check_key()
+
     def post_json(self, path: str, body: Mapping[str, Any]) -> Any:
         """The decoded JSON reply to ``POST {base_url}{path}``; raise ProviderError on failure."""
+        self.ready()  # nothing is sent without the key a hosted service needs
         content = _encode(body)
         for retry in itertools.count():
             outcome = self._attempt(path, content)

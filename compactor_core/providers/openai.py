@@ -29,6 +29,9 @@ class OpenAISummarizer:
         self.model = settings.model
         self.client = client or JsonClient(self.name, settings, headers, **options)
 
+    def ready(self) -> None:
+        self.client.ready()
+
     def summarize(self, request: SummaryRequest) -> str:
         body = {
             "model": self.model,

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .. import defaults
+from ..errors import ConfigError
 
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 DEFAULT_BASE_URLS = {
@@ -31,7 +32,15 @@ class ProviderSettings:
     # What a command provider's program runs in (CTXPACK_SYSTEM_PROMPT is added): the CLI passes
     # its own environment, as a shell would; the core never reads the process's. None: empty.
     environment: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
+    # A hosted service (or a server whose key variable the config file names) needs a key. Its
+    # absence is an error only once a summary is needed: `auto` under its threshold needs none.
+    key_required: bool = False
 
     @property
     def is_network(self) -> bool:
         return self.name in KEY_VARIABLES
+
+    def check_key(self) -> None:
+        """Raise ConfigError if a key is required and there is none."""
+        if self.key_required and not self.api_key:
+            raise ConfigError(f"no API key for provider {self.name!r}: set {self.key_variable}")
