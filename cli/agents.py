@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from . import io, options
-from .exit_codes import ExitStatus, status_for
+from .exit_codes import ExitStatus, combined, for_each_input
 
 # --- check ---------------------------------------------------------------------------------------
 
@@ -32,27 +32,19 @@ def check(files: tuple[str, ...], format_name: str, as_json: bool) -> None:
     Read only: torn or invalid lines, records of another format, duplicate ids, dangling
     parents, tool results without their call and calls without their result in the view.
     """
-    from compactor_core.errors import CtxpackError
     from compactor_core.formats import dumps
 
-    failures: list[ExitStatus] = []
-    for name in files:
-        try:
-            report = _check_one(name, format_name)
-        except CtxpackError as error:
-            if len(files) == 1:
-                raise
-            io.warn(str(error))
-            failures.append(status_for(error))
-            continue
-        if report["problems"]:
-            failures.append(ExitStatus.NOT_OVER)
+    def check_one(name: str) -> list[ExitStatus]:
+        report = _check_one(name, format_name)
         if as_json:
             io.write_stdout(dumps(report) + b"\n")
         else:
             io.write_stdout("".join(line + "\n" for line in _check_lines(report)).encode())
+        return [ExitStatus.NOT_OVER] if report["problems"] else []
+
+    failures = for_each_input(files, check_one)
     if failures:
-        sys.exit(failures[0] if len(set(failures)) == 1 else ExitStatus.NOT_OVER)
+        sys.exit(combined(failures))
 
 
 def _check_one(name: str, format_name: str) -> dict[str, Any]:

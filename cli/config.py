@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from compactor_core import defaults
 from compactor_core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from compactor_core.providers.registry import ProviderSettings
+    from compactor_core.providers.settings import ProviderSettings
 
 FILE_KEYS = {
     "provider",
@@ -114,11 +116,11 @@ def resolve_tokenizer(flag: str | None, environ: Mapping[str, str]) -> str:
 def resolve_provider(flags: Mapping[str, Any], environ: Mapping[str, str]) -> ProviderSettings:
     """Resolve the provider settings from flags, the environment and the config file."""
     # imported here: `estimate` reads this file for its tokenizer and should start fast
-    from compactor_core.providers.registry import (
+    from compactor_core.providers.registry import PROVIDERS
+    from compactor_core.providers.settings import (
         DEFAULT_BASE_URLS,
         DEFAULT_MODELS,
         KEY_VARIABLES,
-        PROVIDERS,
         ProviderSettings,
     )
 
@@ -152,16 +154,16 @@ def resolve_provider(flags: Mapping[str, Any], environ: Mapping[str, str]) -> Pr
         api_key=environ.get(key_variable) if key_variable else None,
         key_variable=key_variable,
         timeout=_number(float, "timeout")(
-            first("timeout", ("CTXPACK_TIMEOUT",), file.get("timeout"), 60.0)
+            first("timeout", ("CTXPACK_TIMEOUT",), file.get("timeout"), defaults.TIMEOUT)
         ),
         retries=_number(int, "retries")(
-            first("retries", ("CTXPACK_RETRIES",), file.get("retries"), 2)
+            first("retries", ("CTXPACK_RETRIES",), file.get("retries"), defaults.RETRIES)
         ),
         command=first("command", ("CTXPACK_COMMAND",), file.get("command"), None),
         environment=dict(environ) if name == "command" else None,
     )
-    _check_complete(settings, named_key=bool(file.get("api_key_env")))
-    return settings
+    _check_command(settings)
+    return replace(settings, key_required=_needs_key(settings, bool(file.get("api_key_env"))))
 
 
 def resolve_lang(flag: str | None, environ: Mapping[str, str]) -> str:
@@ -179,17 +181,20 @@ def resolve_lang(flag: str | None, environ: Mapping[str, str]) -> str:
     return value
 
 
-def _check_complete(settings: ProviderSettings, named_key: bool = False) -> None:
-    from compactor_core.providers.registry import DEFAULT_BASE_URLS
-
+def _check_command(settings: ProviderSettings) -> None:
     if settings.name == "command" and not settings.command:
         raise ConfigError("provider 'command' needs a command: use --command or CTXPACK_COMMAND")
+
+
+def _needs_key(settings: ProviderSettings, named_key: bool) -> bool:
+    """Whether the provider needs an API key: checked when a summary is needed, not before."""
+    from compactor_core.providers.settings import DEFAULT_BASE_URLS
+
     # A local server (Ollama, llama.cpp, vLLM, ...) may need no key; the hosted services do, and
     # so does any server whose key variable the config file names.
-    if settings.api_key or not settings.is_network:
-        return
-    if named_key or _host(settings.base_url) == _host(DEFAULT_BASE_URLS.get(settings.name)):
-        raise ConfigError(f"no API key for provider {settings.name!r}: set {settings.key_variable}")
+    if not settings.is_network:
+        return False
+    return named_key or _host(settings.base_url) == _host(DEFAULT_BASE_URLS.get(settings.name))
 
 
 def _host(url: str | None) -> str | None:

@@ -41,7 +41,7 @@ def summarize(names: Sequence[str], bareagent: bool, as_json: bool, **listing: A
         for part, errors in stream(where, estimate_chunk, chunks(targets), (bareagent,)):
             tally.merge(part)
             for error in errors:
-                io.warn(str(error))
+                io.warn(io.error_line(error))
                 failures.append(status_for(error))
     summary = tally.summary()
     if as_json:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from enum import IntEnum
 
 from compactor_core.errors import (
@@ -14,7 +15,10 @@ from compactor_core.errors import (
     RetryableProviderError,
     SessionInUse,
     UsageError,
+    WorkerDied,
 )
+
+from . import io
 
 
 class ExitStatus(IntEnum):
@@ -43,7 +47,7 @@ Exit status:
   65   input is not a valid conversation
   66   an input file is missing or unreadable
   69   --strict: the provider failed (bad reply, 4xx)
-  70   internal error: a bug of ctxpack (CTXPACK_TRACEBACK=1 shows where)
+  70   internal error: a bug of ctxpack (CTXPACK_TRACEBACK=1 shows where), or a batch worker died
   74   output, in-place file or snapshot could not be written
   75   try again later: a session file in use; --strict: provider timeout, 429, 5xx, connection
   78   configuration error (unknown provider, missing API key, bad config file)
@@ -59,6 +63,7 @@ _STATUS_OF_ERROR: list[tuple[type[CtxpackError], ExitStatus]] = [
     (ConfigError, ExitStatus.CONFIG),
     (UsageError, ExitStatus.USAGE),
     (SessionInUse, ExitStatus.TEMPORARY),
+    (WorkerDied, ExitStatus.SOFTWARE),
 ]
 
 
@@ -74,3 +79,23 @@ def combined(failures: list[ExitStatus]) -> ExitStatus:
     if not failures:
         return ExitStatus.OK
     return failures[0] if len(set(failures)) == 1 else ExitStatus.NOT_OVER
+
+
+def for_each_input(
+    names: Sequence[str], handle: Callable[[str], Iterable[ExitStatus] | None]
+) -> list[ExitStatus]:
+    """Handle every input in turn; return the statuses the failures call for.
+
+    With several inputs a failed one is reported in one line and the rest go on, as ``cat`` does;
+    a single input's error goes up, to be reported once by the command group.
+    """
+    failures: list[ExitStatus] = []
+    for name in names:
+        try:
+            failures.extend(handle(name) or ())
+        except CtxpackError as error:
+            if len(names) == 1:
+                raise
+            io.warn(io.error_line(error))
+            failures.append(status_for(error))
+    return failures

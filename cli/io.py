@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from compactor_core.atomic import write_all
-from compactor_core.errors import InputUnreadable, OutputError
+from compactor_core.errors import CtxpackError, InputUnreadable, IsADirectory, OutputError
 from compactor_core.formats import Conversation, parse
 
 STDIN = "-"
@@ -59,7 +59,7 @@ def read_input(name: str) -> Input:
     except FileNotFoundError:
         raise InputUnreadable(f"{name}: no such file") from None
     except IsADirectoryError:
-        raise InputUnreadable(f"{name}: is a directory (add --recursive)") from None
+        raise IsADirectory(f"{name}: is a directory") from None
     except OSError as error:
         label = "<stdin>" if name == STDIN else name
         raise InputUnreadable(f"{label}: cannot read: {error.strerror}") from None
@@ -87,6 +87,27 @@ def write_stdout(data: bytes) -> None:
 
 def warn(message: str) -> None:
     click.echo(f"ctxpack: {message}", err=True)
+
+
+_DIRECTORY_HINT = "ctxpack.directory_hint"  # kept in the click context's meta, which is shared
+
+
+def set_directory_hint(hint: str | None) -> None:
+    """What to suggest when a folder is named where this command wants a file.
+
+    Which flags would help depends on the command and on the flags already given, so each command
+    says it; ``error_line`` adds it wherever the error is reported.
+    """
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        context.meta[_DIRECTORY_HINT] = hint
+
+
+def error_line(error: CtxpackError) -> str:
+    """The one line an error is reported as: its message, and the command's hint for a folder."""
+    context = click.get_current_context(silent=True)
+    hint = context.meta.get(_DIRECTORY_HINT) if context is not None else None
+    return f"{error} ({hint})" if hint and isinstance(error, IsADirectory) else str(error)
 
 
 def internal_error(error: BaseException) -> None:

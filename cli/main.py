@@ -13,13 +13,13 @@ from compactor_core.errors import CtxpackError
 
 from . import io, options
 from .agents import check, sessions
-from .exit_codes import TABLE, ExitStatus, status_for
+from .exit_codes import TABLE, ExitStatus, combined, for_each_input, status_for
 from .restore import restore
 
 if TYPE_CHECKING:
     from compactor_core.estimate import Counter
-    from compactor_core.micro import MicroSettings
     from compactor_core.pipeline import Command
+    from compactor_core.settings import Settings
 
 # Only what every command needs is imported here: a filter run on every agent turn should start
 # fast, so each command imports the rest of the core itself.
@@ -55,7 +55,7 @@ class CtxpackGroup(click.Group):
         try:
             return super().invoke(ctx)
         except CtxpackError as error:
-            io.warn(str(error))
+            io.warn(io.error_line(error))
             ctx.exit(status_for(error))
         except BrokenPipeError:
             _silence_stdout()
@@ -181,13 +181,11 @@ def estimate(
 
     For an agent's session file: the conversation the agent would send on resume.
     """
-    from compactor_core.estimate import HEURISTIC, breakdown, estimate
     from compactor_core.formats import dumps
-
-    from . import agent_files
 
     counter = _counter(tokenizer)
     bareagent = compat == "bareagent"
+    io.set_directory_hint("add -r/--recursive")
     if listing["summary"]:
         from .corpus import summarize
 
@@ -197,37 +195,50 @@ def estimate(
         from .corpus import expand
 
         names = expand(names, listing["globs"])
-    any_over = False
-    for name in names:
-        with agent_files.opened(name, format_name) as given:
-            if isinstance(given, agent_files.Opened):
-                if counter is not HEURISTIC:
-                    raise click.UsageError(f"{name}: --tokenizer does not count session files yet")
-                session = agent_files.index(given)
-                tokens = session.tokens
-                report = agent_files.estimate_report(given, session) if as_json else {}
-            else:
-                conversation = given.parse()
-                tokens = estimate(conversation.messages, conversation.system, bareagent, counter)
-                report = (
-                    breakdown(conversation.messages, conversation.system, bareagent, counter)
-                    if as_json
-                    else {}
-                )
-                if as_json and counter is not HEURISTIC:
-                    heuristic = estimate(conversation.messages, conversation.system, bareagent)
-                    report["heuristic"] = _beside(heuristic, tokens)
+    over: list[bool] = []
+
+    def estimate_one(name: str) -> None:
+        tokens, report = _estimate_file(name, format_name, bareagent, counter, as_json)
         if as_json:
             if len(names) > 1:
                 report = {"file": name, **report}
             line = dumps(report).decode()
         else:
             line = str(tokens) if len(names) == 1 else f"{tokens}\t{name}"
-        any_over = any_over or (threshold is not None and tokens > threshold)
+        over.append(threshold is not None and tokens > threshold)
         if not quiet:
             io.write_stdout(line.encode() + b"\n")
-    if threshold is not None and not any_over:
+
+    failures = for_each_input(names, estimate_one)
+    if failures:  # a file that could not be counted decides, as in a batch
+        sys.exit(combined(failures))
+    if threshold is not None and not any(over):
         sys.exit(ExitStatus.NOT_OVER)
+
+
+def _estimate_file(
+    name: str, format_name: str, bareagent: bool, counter: Counter, as_json: bool
+) -> tuple[int, dict[str, Any]]:
+    """One input's tokens, and its breakdown when ``--json`` asks for it."""
+    from compactor_core.estimate import HEURISTIC, breakdown, estimate
+
+    from . import agent_files
+
+    with agent_files.opened(name, format_name) as given:
+        if isinstance(given, agent_files.Opened):
+            if counter is not HEURISTIC:
+                raise click.UsageError(f"{name}: --tokenizer does not count session files yet")
+            session = agent_files.index(given)
+            return session.tokens, agent_files.estimate_report(given, session) if as_json else {}
+        conversation = given.parse()
+        tokens = estimate(conversation.messages, conversation.system, bareagent, counter)
+        if not as_json:
+            return tokens, {}
+        report = breakdown(conversation.messages, conversation.system, bareagent, counter)
+        if counter is not HEURISTIC:
+            heuristic = estimate(conversation.messages, conversation.system, bareagent)
+            report["heuristic"] = _beside(heuristic, tokens)
+        return tokens, report
 
 
 def _counter(flag: str | None) -> Counter:
@@ -269,11 +280,11 @@ def _beside(heuristic: int, exact: int) -> dict[str, Any]:
 def micro(files: tuple[str, ...], **settings: Any) -> None:
     """Replace old tool results with [truncated: TOOL result, N chars] markers (no model call)."""
     from compactor_core.pipeline import Job
-    from compactor_core.providers.registry import ProviderSettings
+    from compactor_core.providers.settings import ProviderSettings
 
     from .transform import Output, transform
 
-    job = Job("micro", _micro_settings(settings), compat=settings["compat"] == "bareagent")
+    job = Job("micro", _settings(settings))
     transform(files, job, Output.from_options(settings), ProviderSettings())
 
 
@@ -317,41 +328,45 @@ def auto(files: tuple[str, ...], **settings: Any) -> None:
     _summarizing("auto", files, settings)
 
 
-def _micro_settings(settings: dict[str, Any]) -> MicroSettings:
-    from compactor_core.micro import MicroSettings
+def _settings(options: dict[str, Any]) -> Settings:
+    """The core's settings from the options given (micro has no summary options)."""
+    from compactor_core.settings import Settings
 
-    return MicroSettings(
-        settings["keep_recent"], tuple(settings["exclude_tools"]), settings["min_chars"]
+    summary = {
+        name: options[name]
+        for name in (
+            "lang",
+            "instructions",
+            "max_tokens",
+            "max_prompt_tokens",
+            "threshold",
+            "tokenizer",
+        )
+        if name in options
+    }
+    return Settings(
+        keep_recent=options["keep_recent"],
+        exclude_tools=tuple(options["exclude_tools"]),
+        min_chars=options["min_chars"],
+        compat=options["compat"] == "bareagent",
+        keep_cut_off=not options.get("strict", False),
+        **summary,
     )
 
 
 def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, Any]) -> None:
-    from compactor_core.full import FullSettings
     from compactor_core.pipeline import Job
 
     from .config import environment, resolve_lang, resolve_provider
     from .transform import Output, transform
 
-    compat = settings["compat"] == "bareagent"
-    tokenizer = _counter(settings["tokenizer"]).name  # an unknown name fails before any work
     environ = environment()
-    full_settings = FullSettings(
-        lang=resolve_lang(settings["lang"], environ),
-        instructions=settings["instructions"],
-        max_tokens=settings["max_tokens"],
-        max_prompt_tokens=settings["max_prompt_tokens"],
-        micro=_micro_settings(settings),
-        compat=compat,
-        tokenizer=tokenizer,
-    )
-    job = Job(
-        command,
-        full_settings.micro,
-        full_settings,
-        threshold=settings.get("threshold", defaults.THRESHOLD),
-        compat=compat,
-        tokenizer=tokenizer,
-    )
+    resolved = {
+        **settings,
+        "lang": resolve_lang(settings["lang"], environ),
+        "tokenizer": _counter(settings["tokenizer"]).name,  # an unknown name fails before any work
+    }
+    job = Job(command, _settings(resolved))
     out = Output.from_options(settings)
     transform(files, job, out, resolve_provider(settings, environ))
 

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from compactor_core import defaults
+from compactor_core.providers.registry import PROVIDERS
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -183,7 +184,7 @@ summary_options = bundle(
 provider_options = bundle(
     click.option(
         "--provider",
-        type=click.Choice(["extractive", "openai", "anthropic", "command"]),
+        type=click.Choice(list(PROVIDERS)),
         help="Who writes the summary [default: extractive, offline; env CTXPACK_PROVIDER].",
     ),
     click.option(

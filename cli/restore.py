@@ -154,7 +154,7 @@ def _restore_files(
             snapshot = snapshot_of_file(store, Path(name), choice)
             done = restore_file(store, Path(name), snapshot, dry_run)
         except CtxpackError as error:
-            io.warn(str(error))
+            io.warn(io.error_line(error))
             failures.append(status_for(error))
             continue
         taken = f"the snapshot of {_when(snapshot)} ({snapshot.path})"

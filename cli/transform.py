@@ -28,16 +28,16 @@ from compactor_core.batch import (
     find_targets,
     run_batch,
 )
-from compactor_core.errors import CtxpackError
 from compactor_core.files import InPlace
 from compactor_core.formats import dump, dumps
 from compactor_core.providers.base import Summarizer
 from compactor_core.providers.registry import ProviderSettings, build_provider
 from compactor_core.snapshots import SnapshotStore, check_session_id
+from compactor_core.status import Status
 from compactor_core.storage import ObjectSnapshotStore, is_url, snapshot_store, write
 
 from . import agent_files, io, scale
-from .exit_codes import ExitStatus, status_for
+from .exit_codes import ExitStatus, combined, for_each_input, status_for
 
 
 @dataclass(frozen=True)
@@ -107,6 +107,7 @@ def transform(
     """Run ``job`` over every input; a failed input is reported and the rest go on."""
     names = io.input_names(files)
     _check(names, out)
+    io.set_directory_hint(_directory_hint(out))
     if out.is_batch:
         _batch(names, job, out, provider)
     else:
@@ -127,6 +128,15 @@ def _check(names: tuple[str, ...], out: Output) -> None:
             raise click.UsageError(f"cannot use {what}")
 
 
+def _directory_hint(out: Output) -> str:
+    """The flags a folder among the inputs still needs, given those already there."""
+    if out.is_batch:
+        return "add -r/--recursive"
+    if out.recursive:
+        return "-r needs --in-place or --output-dir"
+    return "add -r with --in-place or --output-dir"
+
+
 # --- streaming to stdout -------------------------------------------------------------------------
 
 
@@ -134,27 +144,25 @@ def _stream(
     names: tuple[str, ...], job: pipeline.Job, out: Output, provider_settings: ProviderSettings
 ) -> None:
     provider = build_provider(provider_settings) if job.command != "micro" else None
-    failures: list[ExitStatus] = []
-    for name in names:
-        try:
-            with agent_files.opened(name, out.sessions.format) as given:
-                if isinstance(given, agent_files.Opened):  # an agent's session file
-                    report = agent_files.stream(given, job, out.sessions, provider, out.output)
-                    snapshots: tuple[Path, ...] = ()
-                else:
-                    report, snapshots = _stream_messages(given, name, job, out, provider)
-        except CtxpackError as error:
-            if len(names) == 1:
-                raise
-            io.warn(str(error))
-            failures.append(status_for(error))
-            continue
-        failures.extend(_warn(report, job, out))
-        if out.stats:
-            io.warn(_stats_line(report))
-            for path in snapshots:
-                io.warn(f"{report.label}: snapshot saved: {path}")
-    _exit_for(failures)
+    _exit_for(for_each_input(names, lambda name: _stream_one(name, job, out, provider)))
+
+
+def _stream_one(
+    name: str, job: pipeline.Job, out: Output, provider: Summarizer | None
+) -> list[ExitStatus]:
+    """Compact one input onto stdout (or ``-o``); return the statuses its warnings call for."""
+    with agent_files.opened(name, out.sessions.format) as given:
+        if isinstance(given, agent_files.Opened):  # an agent's session file
+            report = agent_files.stream(given, job, out.sessions, provider, out.output)
+            snapshots: tuple[Path, ...] = ()
+        else:
+            report, snapshots = _stream_messages(given, name, job, out, provider)
+    statuses = _warn(report, job, out)
+    if out.stats:
+        io.warn(_stats_line(report))
+        for path in snapshots:
+            io.warn(f"{report.label}: snapshot saved: {path}")
+    return statuses
 
 
 def _stream_messages(
@@ -224,7 +232,7 @@ def _report(
         if report.warning:
             io.warn(report.warning)
         if report.error:
-            io.warn(str(report.error))
+            io.warn(io.error_line(report.error))
         elif out.stats:
             io.warn(_stats_line(report))
         failures.extend(statuses)
@@ -261,10 +269,12 @@ def _warn(report: FileReport, job: pipeline.Job, out: Output) -> list[ExitStatus
         io.warn(f"{report.label}: summary failed, {kept}: {report.summary_error}")
         if out.strict:
             statuses.append(status_for(report.summary_error))
+    if report.summary_cut_off is not None:
+        io.warn(f"{report.label}: summary kept, but {report.summary_cut_off}")
     if report.over_threshold:
         io.warn(
             f"{report.label}: still {report.tokens_after} tokens after compaction, over the "
-            f"threshold of {job.threshold}: the system messages, the pending turn and the "
+            f"threshold of {job.settings.threshold}: the system messages, the pending turn and the "
             "summary are kept whole and do not fit"
         )
         if out.strict:
@@ -274,9 +284,10 @@ def _warn(report: FileReport, job: pipeline.Job, out: Output) -> list[ExitStatus
 
 def _stats_line(report: FileReport) -> str:
     parts = [f"{report.truncated} tool results truncated"]
-    if report.summary != "not run":
-        parts.append(f"summary: {report.summary}")
-    most = "at most " if report.summary == "would run" else ""  # a dry run asks no model
+    if report.summary != Status.NOT_RUN:
+        cut_off = " (cut off at max_tokens)" if report.summary_cut_off else ""
+        parts.append(f"summary: {report.summary}{cut_off}")
+    most = "at most " if report.summary == Status.WOULD_RUN else ""  # a dry run asks no model
     parts.append(f"tokens {report.tokens_before} -> {most}{report.tokens_after}")
     return f"{report.label}: " + ", ".join(parts)
 
@@ -287,14 +298,27 @@ def _summary_line(done: list[FileReport], total: int, dry_run: bool) -> str:
     before = sum(report.tokens_before or 0 for report in done if not report.error)
     after = sum(report.tokens_after or 0 for report in done if not report.error)
     verb = "would change" if dry_run else "changed"
-    most = "at most " if any(report.summary == "would run" for report in done) else ""
+    most = "at most " if any(report.summary == Status.WOULD_RUN for report in done) else ""
     line = f"{total} files, {changed} {verb}, {failed} failed, tokens {before} -> {most}{after}"
     skipped = sum(report.skipped for report in done)
     if skipped:
         line += f", {skipped} skipped (output already current)"
+    summaries_failed = _summaries_failed(done)
+    if summaries_failed:  # done, but not summarized: without --strict they count as no failure
+        line += f", {len(summaries_failed)} summaries failed: {_some(summaries_failed)}"
     if len(done) < total:
         line += f" ({total - len(done)} not done)"
     return line
+
+
+def _summaries_failed(done: list[FileReport]) -> list[str]:
+    return sorted(report.label for report in done if report.summary_error is not None)
+
+
+def _some(labels: list[str], most: int = 5) -> str:
+    """The first few labels: each one also had its own warning line."""
+    shown = ", ".join(labels[:most])
+    return shown if len(labels) <= most else f"{shown} and {len(labels) - most} more"
 
 
 def _json_report(done: list[FileReport], total: int, dry_run: bool) -> dict[str, Any]:
@@ -304,6 +328,7 @@ def _json_report(done: list[FileReport], total: int, dry_run: bool) -> dict[str,
         "changed": sum(report.changed for report in done),
         "failed": sum(report.error is not None for report in done),
         "skipped": sum(report.skipped for report in done),
+        "summaries_failed": len(_summaries_failed(done)),
         "dry_run": dry_run,
         "tokens_before": sum(report.tokens_before or 0 for report in done),
         "tokens_after": sum(report.tokens_after or 0 for report in done),
@@ -311,9 +336,10 @@ def _json_report(done: list[FileReport], total: int, dry_run: bool) -> dict[str,
             {
                 "path": report.label,
                 "changed": report.changed,
-                "error": str(report.error) if report.error else None,
+                "error": io.error_line(report.error) if report.error else None,
                 "summary": report.summary,
                 "summary_error": str(report.summary_error) if report.summary_error else None,
+                "summary_cut_off": report.summary_cut_off is not None,
                 "truncated": report.truncated,
                 "skipped": report.skipped,
                 "tokens_before": report.tokens_before,
@@ -325,6 +351,5 @@ def _json_report(done: list[FileReport], total: int, dry_run: bool) -> dict[str,
 
 
 def _exit_for(failures: list[ExitStatus]) -> None:
-    """0 when all went well; the failures' status when they agree; else 1."""
     if failures:
-        sys.exit(failures[0] if len(set(failures)) == 1 else ExitStatus.NOT_OVER)
+        sys.exit(combined(failures))

@@ -28,6 +28,7 @@ from concurrent.futures import (
     ThreadPoolExecutor,
     as_completed,
 )
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import closing, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,13 +37,14 @@ from typing import TypeVar
 from .agents.in_place import SessionSettings, process_session
 from .agents.registry import MESSAGES
 from .atomic import atomic_write, fsync_directory, remove_stale_temp_files
-from .errors import CtxpackError, InputUnreadable, OutputError, ProviderError
+from .errors import CtxpackError, IsADirectory, OutputError, ProviderError, WorkerDied
 from .files import InPlace, SourceFile, check_writable, replace_file
 from .formats import Conversation, dump, parse
 from .pipeline import Context, Job, Outcome, preview, run
 from .providers.base import Summarizer
 from .providers.registry import ProviderSettings, build_provider
 from .snapshots import Details, session_id_for_file
+from .status import Status
 
 DEFAULT_GLOBS = ("*.json", "*.jsonl")
 CHUNK_FILES = 16  # files a worker process takes at a time ...
@@ -74,8 +76,9 @@ class FileReport:
     label: str
     changed: bool = False
     error: CtxpackError | None = None  # the file failed: unreadable, invalid, not writable
-    summary: str = "not run"  # compacted | nothing | failed | would run | not run
+    summary: Status = Status.NOT_RUN
     summary_error: ProviderError | None = None
+    summary_cut_off: ProviderError | None = None  # kept, though it stopped at max_tokens
     over_threshold: bool = False
     truncated: int = 0
     tokens_before: int | None = None
@@ -91,6 +94,7 @@ class FileReport:
             changed=outcome.changed,
             summary=outcome.full,
             summary_error=outcome.error,
+            summary_cut_off=outcome.cut_off,
             over_threshold=outcome.over_threshold,
             truncated=outcome.micro.truncated,
             tokens_before=outcome.tokens_before,
@@ -123,7 +127,7 @@ def find_targets(
         path = Path(name)
         if path.is_dir():
             if not recursive:
-                raise InputUnreadable(f"{name}: is a directory (add --recursive)")
+                raise IsADirectory(f"{name}: is a directory")
             found = _walk(path, globs, skipped)
         else:
             found = [(path, Path(path.name))]
@@ -306,15 +310,18 @@ def _reports(
             futures = [
                 threads.submit(process, target, settings, provider, False) for target in targets
             ]
-            yield from _as_completed(futures, threads, stop)
+            for future in _as_completed(futures, threads, stop):
+                yield future.result()
     elif workers > 1 and len(targets) > 1:
         with ProcessPoolExecutor(
             max_workers=workers, initializer=_start_worker, initargs=(settings, provider_settings)
         ) as processes:
-            chunks = _chunks(targets, workers)
-            futures = [processes.submit(_process_chunk_in_worker, chunk) for chunk in chunks]
-            for reports in _as_completed(futures, processes, stop):
-                yield from reports
+            chunks = {
+                processes.submit(_process_chunk_in_worker, chunk): chunk
+                for chunk in _chunks(targets, workers)
+            }
+            for future in _as_completed(list(chunks), processes, stop):
+                yield from _chunk_reports(future, chunks[future])
     else:
         provider = build_provider(provider_settings) if needs_provider else None
         for target in targets:
@@ -349,19 +356,43 @@ def _chunks(targets: Sequence[Target], workers: int) -> list[list[Target]]:
 
 def _as_completed(
     futures: list[Future[Result]], executor: Executor, stop: threading.Event
-) -> Iterator[Result]:
+) -> Iterator[Future[Result]]:
+    """The futures as they are done; once ``stop`` is set, only those already in progress."""
     reported: set[Future[Result]] = set()
     try:
         for future in as_completed(futures):
             reported.add(future)
-            yield future.result()
+            yield future
             if stop.is_set():
                 break
     finally:  # stopped, closed or interrupted: what has not started does not start
         executor.shutdown(wait=True, cancel_futures=True)
     for future in futures:  # stopped: what was in progress has finished, report it
         if future not in reported and not future.cancelled():
-            yield future.result()
+            yield future
+
+
+def _chunk_reports(future: Future[list[FileReport]], chunk: Sequence[Target]) -> list[FileReport]:
+    """A chunk's reports; if a worker process died (SIGKILL, out of memory, ``os._exit``) the
+    pool is broken and every chunk not yet reported fails, each of its files named.
+
+    Such a file is whole (old, or new if its worker got that far: every write is a rename), so
+    its folder is fsynced at the end like any folder written into.
+    """
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        return [
+            FileReport(
+                target.label,
+                error=WorkerDied(
+                    f"{target.label}: not done: a worker process died unexpectedly "
+                    "(the file is whole; run the batch again)"
+                ),
+                written=_folder_of(target),
+            )
+            for target in chunk
+        ]
 
 
 _worker_settings: BatchSettings | None = None

@@ -6,5 +6,7 @@ MAX_TOKENS = 2000  # the summary's budget
 MAX_PROMPT_TOKENS = 100_000  # what is sent to the provider is shrunk to fit this
 TRANSCRIPT_DIR = ".transcripts"
 SESSION_ID = "default"
+TIMEOUT = 60.0  # seconds per summary request; 0: no limit
+RETRIES = 2  # of a summary request, on 429, 5xx and connection errors
 MAX_CONCURRENCY = 8  # summary requests in flight at once in a batch
 MIN_IDLE = 60.0  # seconds an agent session file must be unchanged before it is rewritten

@@ -3,12 +3,15 @@
     CtxpackError
     ├── InputError            the input is not a valid conversation (exit 65)
     ├── InputUnreadable       an input file is missing or unreadable (exit 66)
+    │   └── IsADirectory      ... a folder where a file was expected (the CLI adds the hint)
     ├── OutputError           stdout, an output file or a snapshot could not be written (exit 74)
     ├── ConfigError           unknown provider, missing API key, bad config file (exit 78)
     ├── UsageError            a value the user gave cannot be used (exit 2), e.g. a session id
     ├── SessionInUse          an agent's session file is in use by its agent: skipped (exit 75)
+    ├── WorkerDied            a batch worker process died before the file was done (exit 70)
     └── ProviderError         the summary provider failed (exit 69 under --strict)
-        └── RetryableProviderError   ... in a way worth retrying: timeout, 429, 5xx (exit 75)
+        ├── RetryableProviderError   ... in a way worth retrying: timeout, 429, 5xx (exit 75)
+        └── SummaryCutOff            the summary stopped at max_tokens (kept unless --strict)
 
 The core raises these; only the CLI turns them into exit statuses, in one place.
 Every message is one line that names its subject (a file, a place, a setting).
@@ -22,11 +25,28 @@ class CtxpackError(Exception):
 
 
 class InputError(CtxpackError):
-    """The input is not a valid conversation."""
+    """The input is not a valid conversation.
+
+    ``path`` names the input (a file name, ``<stdin>``) and ``place`` where in it the problem is
+    (``messages[3].content``, ``line 4``), when they are known.
+    """
+
+    def __init__(self, message: str, path: str | None = None, place: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.place = place
 
 
 class InputUnreadable(CtxpackError):
     """An input file is missing or cannot be read."""
+
+
+class IsADirectory(InputUnreadable):
+    """A folder was named where a file was expected.
+
+    The message is only "NAME: is a directory": which flag would help depends on the command,
+    so the front end adds that hint.
+    """
 
 
 class OutputError(CtxpackError):
@@ -46,8 +66,33 @@ class SessionInUse(CtxpackError):
 
 
 class ProviderError(CtxpackError):
-    """The summary provider failed: bad reply, refusal, 4xx."""
+    """The summary provider failed: bad reply, refusal, 4xx. ``status_code``: the HTTP status
+    of the last reply, when a server gave one."""
+
+    def __init__(self, message: str, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
 
 
 class RetryableProviderError(ProviderError):
     """The provider failed in a way worth retrying later: timeout, 429, 5xx, connection."""
+
+
+class SummaryCutOff(ProviderError):
+    """The model stopped at ``max_tokens``: a summary, but perhaps without its end.
+
+    Full compaction keeps it (it is still a summary, and better than none) and reports it; only a
+    caller that asked for whole summaries (``--strict``) treats it as a failure.
+    """
+
+    def __init__(self, message: str, summary: str) -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
+class WorkerDied(CtxpackError):
+    """A batch worker process died (killed, out of memory) before this file was reported.
+
+    The file itself is whole: every write is an atomic rename, so it holds its old version or,
+    if the worker got that far, its new one.
+    """

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .formats import Message
-from .tools import blocks, is_block, tool_names, tool_result_turns
+from .tools import UNKNOWN_TOOL, blocks, is_block, tool_name, tool_names, tool_result_turns
 
 _ASCII_ALNUM_WS = bytes(
     c for c in range(128) if chr(c).isalnum() or chr(c).isspace()
@@ -152,15 +152,27 @@ class TextCollector:
             self.texts.append(json_text(value))
 
     def block(self, block: dict[str, Any]) -> None:
-        if block.get("type") == "tool_use":
-            self.value(block.get("name"))
+        kind = block.get("type")
+        if kind == "tool_use":
+            self.name(block, "")
             self.tool_input(block.get("input"))
             return
         self.value(block.get("text"))
-        self.value(block.get("content"))
+        content = block.get("content")
+        if kind == "tool_result" and isinstance(content, dict) and not self.compat:
+            self.texts.append(json_text(content))  # any JSON value is a result: as its text
+        else:
+            self.value(content)
         self.tool_input(block.get("input"))
-        if block.get("type") != "tool_result":
+        if kind != "tool_result":
+            self.name(block, None)
+
+    def name(self, block: dict[str, Any], missing: Any) -> None:
+        # The reference counts a name through str(), so {"k": null} is "{'k': None}", null "None".
+        if not self.compat:
             self.value(block.get("name"))
+        elif "name" in block or missing is not None:
+            self.texts.append(str(block.get("name", missing)))
 
     def tool_input(self, value: Any) -> None:
         # The reference walks a dict input like a block, so {"command": "ls"} counts 0.
@@ -236,20 +248,20 @@ def breakdown(
         by_role[role] = by_role.get(role, 0) + units_of("message", message)
         for block in blocks(message):
             if is_block(block, "tool_use"):  # a call is counted under its own name
-                entry = tool(_name(block.get("name")))
+                entry = tool(tool_name(block.get("name")))
                 entry["calls"] += 1
                 entry["call_q"] += units_of("block", block)
             elif is_block(block, "tool_result"):
-                entry = tool(names.get(block.get("tool_use_id"), "unknown"))
+                entry = tool(names.get(block.get("tool_use_id"), UNKNOWN_TOOL))
                 entry["results"] += 1
                 entry["result_q"] += units_of("value", block.get("content"))
         if not compat:
             for call in message.get("tool_calls") or ():
-                entry = tool(_name((call.get("function") or {}).get("name")))
+                entry = tool(tool_name((call.get("function") or {}).get("name")))
                 entry["calls"] += 1
                 entry["call_q"] += units_of("message", {"tool_calls": [call]}, False)
         if role == "tool":
-            entry = tool(names.get(message.get("tool_call_id"), "unknown"))
+            entry = tool(names.get(message.get("tool_call_id"), UNKNOWN_TOOL))
             entry["results"] += 1
             entry["result_q"] += units_of("value", message.get("content"))
     system_q = 0 if compat else units_of("value", system, False)
@@ -275,10 +287,6 @@ def breakdown(
     if system is not None and not compat:
         report["envelope_system"] = tokens(system_q)
     return report
-
-
-def _name(value: Any) -> str:
-    return value if isinstance(value, str) else "unknown"
 
 
 def _units_of(counter: Counter, compat: bool, part: str, value: Any) -> int:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .atomic import atomic_write
-from .errors import InputUnreadable, OutputError
+from .errors import InputUnreadable, IsADirectory, OutputError
 from .formats import Conversation, dump
 from .snapshots import NO_DETAILS, ORIGINAL, Details, SnapshotStore, session_id_for_file
 
@@ -48,7 +48,7 @@ class SourceFile:
         except FileNotFoundError:
             raise InputUnreadable(f"{path}: no such file") from None
         except IsADirectoryError:
-            raise InputUnreadable(f"{path}: is a directory (add --recursive)") from None
+            raise IsADirectory(f"{path}: is a directory") from None
         except OSError as error:
             raise InputUnreadable(f"{path}: cannot read: {error.strerror}") from None
         return cls(

@@ -220,9 +220,10 @@ def validate_messages(messages: list[Any], source: str, path_of: Any) -> None:
     for index, message in enumerate(messages):
         problem = _message_problem(message)
         if problem:
-            raise InputError(f"{source}: {path_of(index)}{problem}")
+            place = path_of(index) + problem.partition(": ")[0]
+            raise InputError(f"{source}: {path_of(index)}{problem}", source, place)
         if _too_deep(message):
-            raise InputError(f"{source}: {path_of(index)}: {_TOO_DEEP}")
+            raise InputError(f"{source}: {path_of(index)}: {_TOO_DEEP}", source, path_of(index))
 
 
 _TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep"
@@ -266,15 +267,6 @@ def _message_problem(message: Any) -> str | None:
             function = call.get("function")
             if function is not None and not isinstance(function, dict):
                 return f".tool_calls[{number}].function: must be an object"
-    if isinstance(content, list):
-        for number, block in enumerate(content):
-            if isinstance(block, dict) and block.get("type") == "tool_result":
-                inner = block.get("content")
-                if inner is not None and not isinstance(inner, str | list):
-                    return (
-                        f".content[{number}].content: a tool result must be a string, null or "
-                        f"an array, got {json_type(inner)}"
-                    )
     return None
 
 

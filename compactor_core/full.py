@@ -8,38 +8,31 @@ failure the input comes back exactly as it was: full compaction is best effort, 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field, replace
-from typing import Literal
+from dataclasses import dataclass, replace
 
-from . import language
-from .errors import ProviderError
-from .estimate import estimate, text_quarters
+from . import bareagent, language
+from .errors import ProviderError, SummaryCutOff
+from .estimate import estimate, tokens_of
 from .formats import Message
-from .micro import MicroSettings, copy_tool_results, micro_with
-from .prompts import DEFAULT_MAX_TOKENS, PROMPTS, SUMMARY_PREFIX, system_prompt
-from .providers.base import Summarizer, SummaryRequest
-from .shrink import DEFAULT_MAX_PROMPT_TOKENS, fit_prompt
+from .micro import micro_compact
+from .prompts import PROMPTS, SUMMARY_PREFIX, system_prompt, user_prompt
+from .providers.base import Summarizer, SummaryRequest, check_ready
+from .settings import DEFAULT_SETTINGS, Settings
+from .shrink import fit_prompt
+from .status import Status
 from .tokenizers import counter
 from .tools import has_tool_result_block, tool_calls, tool_names, tool_result_ids
 
-
-@dataclass(frozen=True)
-class FullSettings:
-    lang: str = "auto"  # "zh", "en", or the conversation's language (Chinese under compat)
-    instructions: str | None = None
-    max_tokens: int = DEFAULT_MAX_TOKENS
-    max_prompt_tokens: int = DEFAULT_MAX_PROMPT_TOKENS
-    micro: MicroSettings = field(default_factory=MicroSettings)
-    compat: bool = False  # the BareAgent reference: no extensions, no guards
-    tokenizer: str = "heuristic"  # who counts for max_prompt_tokens
+FullSettings = Settings  # the name full compaction's callers know; one Settings for all
 
 
 @dataclass(frozen=True)
 class FullResult:
-    messages: list[Message]  # the input list itself unless status is "compacted"
-    status: Literal["compacted", "nothing", "failed"]
+    messages: list[Message]  # the input list itself unless status is COMPACTED
+    status: Status  # COMPACTED, NOTHING or FAILED
     error: ProviderError | None = None
     summary: str | None = None
+    cut_off: SummaryCutOff | None = None  # the summary was kept though it stopped at max_tokens
 
 
 @dataclass(frozen=True)
@@ -53,32 +46,33 @@ class PendingTurn:
 def full_compact(
     messages: list[Message],
     provider: Summarizer,
-    settings: FullSettings | None = None,
+    settings: Settings = DEFAULT_SETTINGS,
 ) -> FullResult:
     """Summarize the history of ``messages``; never modifies ``messages`` itself.
 
     Snapshots are the caller's (``pipeline``): it knows the input's bytes, which a snapshot keeps.
     """
-    settings = settings or FullSettings()
     settings = replace(settings, lang=language.resolve(settings.lang, messages, settings.compat))
     pending = find_pending_turn(messages, settings.compat)
     if not has_source(messages, pending):
-        return FullResult(messages, "nothing")
+        return FullResult(messages, Status.NOTHING)
+    check_ready(provider)  # a missing API key is a configuration error, not a failed summary
 
-    working = copy_tool_results(messages)
-    micro_with(working, settings.micro)  # the pending turn counts among the kept turns
+    working, _ = micro_compact(messages, settings)  # the pending turn counts among the kept
     source = [
         message
         for index, message in enumerate(working)
         if index not in pending.indexes and message.get("role") != "system"
     ]
     try:
-        summary = _summarize(source, tool_names(messages), provider, settings, messages)
+        summary, cut_off = _summarize(source, tool_names(messages), provider, settings, messages)
     except ProviderError as error:
-        return FullResult(messages, "failed", error)
+        return FullResult(messages, Status.FAILED, error)
 
-    result = rebuild(messages, pending, summary, settings.lang)
-    return FullResult(result, "compacted", None, summary)
+    # The reference rebuilds from its micro-compacted list: its system messages and pending turn
+    # come back as micro left them.
+    result = rebuild(working if settings.compat else messages, pending, summary, settings.lang)
+    return FullResult(result, Status.COMPACTED, None, summary, cut_off)
 
 
 def has_source(messages: list[Message], pending: PendingTurn) -> bool:
@@ -93,17 +87,23 @@ def _summarize(
     source: list[Message],
     names: dict,
     provider: Summarizer,
-    settings: FullSettings,
+    settings: Settings,
     original: list[Message],
-) -> str:
+) -> tuple[str, SummaryCutOff | None]:
     system = system_prompt(settings.lang, settings.instructions)
-    budget = None if settings.compat else settings.max_prompt_tokens
-    sent, user = fit_prompt(
-        source, names, settings.lang, system, budget, counter(settings.tokenizer)
-    )
+    if settings.compat:
+        sent, user = source, user_prompt(settings.lang, bareagent.serialize(source))
+    else:
+        budget, tokens = settings.max_prompt_tokens, counter(settings.tokenizer)
+        sent, user = fit_prompt(source, names, settings.lang, system, budget, tokens)
     request = SummaryRequest(system, user, settings.max_tokens, sent, settings.lang, original)
+    cut_off = None
     try:
         summary = provider.summarize(request)
+    except SummaryCutOff as error:
+        if not settings.keep_cut_off:
+            raise
+        summary, cut_off = error.summary, error
     except ProviderError:
         raise
     except Exception as error:  # a provider's bug or surprise must not cost the conversation
@@ -112,13 +112,13 @@ def _summarize(
         raise ProviderError(f"{provider.name}: the reply is not text")
     if not settings.compat:
         _check_summary(summary, source, provider.name)
-    return summary
+    return summary, cut_off
 
 
 def _check_summary(summary: str, source: list[Message], provider_name: str) -> None:
     if not summary.strip():
         raise ProviderError(f"{provider_name}: the summary is empty")
-    summary_tokens = -(-text_quarters([summary]) // 4)
+    summary_tokens = tokens_of([summary])
     source_tokens = estimate(source)
     if summary_tokens >= source_tokens:
         raise ProviderError(

@@ -7,17 +7,17 @@ content. Nothing else in the conversation changes, and a second run changes noth
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import defaults
+from . import bareagent
 from .estimate import json_text
 from .formats import Message
+from .settings import DEFAULT_SETTINGS, Settings
 from .tools import UNKNOWN_TOOL, blocks, is_block, tool_names, tool_result_turns
 
 MARKER_PREFIX = "[truncated:"
-DEFAULT_KEEP_RECENT = defaults.KEEP_RECENT
 
 
 @dataclass(frozen=True)
@@ -28,11 +28,7 @@ class MicroResult:
     chars_removed: int  # code points of content removed, net of the markers written
 
 
-@dataclass(frozen=True)
-class MicroSettings:
-    keep_recent: int = DEFAULT_KEEP_RECENT
-    exclude_tools: tuple[str, ...] = ()
-    min_chars: int = 0
+MicroSettings = Settings  # the name micro compaction's callers know; one Settings for all
 
 
 def marker(tool: str, chars: int) -> str:
@@ -53,67 +49,75 @@ def is_marker(content: Any) -> bool:
 
 
 def micro_compact(
-    messages: list[Message],
-    keep_recent: int = DEFAULT_KEEP_RECENT,
-    exclude_tools: Collection[str] = (),
-    min_chars: int = 0,
-) -> MicroResult:
-    """Truncate old tool results in place (the messages list is modified, as the reference does).
+    messages: list[Message], settings: Settings = DEFAULT_SETTINGS
+) -> tuple[list[Message], MicroResult]:
+    """A new list with old tool results as markers, and what was done; ``messages`` is untouched.
 
-    ``keep_recent <= 0`` compacts every tool-result turn. ``exclude_tools`` names tools whose
-    results are never truncated; results shorter than ``min_chars`` are left alone.
+    Every tool-result turn but the newest ``settings.keep_recent`` is truncated (``<= 0``: every
+    turn), except results of ``settings.exclude_tools`` and results shorter than
+    ``settings.min_chars``. ``settings.compat`` follows the BareAgent reference (bareagent.py):
+    OpenAI ``tool`` messages stay whole. Only the messages that change are copied (with their
+    content lists and result blocks); the rest are shared, so this is cheap on huge conversations.
     """
-    turns = tool_result_turns(messages)
-    old_turns = turns[: max(len(turns) - keep_recent, 0)] if keep_recent > 0 else turns
+    compat = settings.compat
+    turns = (bareagent.tool_result_turns if compat else tool_result_turns)(messages)
+    keep = settings.keep_recent
+    old_turns = turns[: max(len(turns) - keep, 0)] if keep > 0 else turns
+    compacted = list(messages)
     if not old_turns:
-        return MicroResult(0, 0)
-    names = tool_names(messages)
+        return compacted, MicroResult(0, 0)
+    results = _reference_results if compat else _tool_results
+    names = (bareagent.tool_names if compat else tool_names)(messages)
     truncated = removed = 0
     for turn in old_turns:
-        for holder, call_id in _tool_results(messages, turn):
-            content = holder.get("content")
-            if is_marker(content):
-                continue
-            tool = names.get(call_id, UNKNOWN_TOOL)
-            chars = content_length(content)
-            if tool in exclude_tools or chars < min_chars:
+        for index in turn:
+            compacted[index] = _copy_results(messages[index])
+        for holder, tool, chars in results(compacted, turn, names):
+            if tool in settings.exclude_tools or chars < settings.min_chars:
                 continue
             holder["content"] = marker(tool, chars)
             truncated += 1
             removed += chars - len(holder["content"])
-    return MicroResult(truncated, removed)
+    return compacted, MicroResult(truncated, removed)
 
 
-def micro_with(messages: list[Message], settings: MicroSettings) -> MicroResult:
-    return micro_compact(messages, settings.keep_recent, settings.exclude_tools, settings.min_chars)
-
-
-def copy_tool_results(messages: list[Message]) -> list[Message]:
-    """A copy that micro compaction can change without touching ``messages``.
-
-    Only what micro rewrites is copied (messages holding tool results, their content lists and
-    result blocks); everything else is shared, so this is cheap even for huge conversations.
-    """
-    copied = list(messages)
-    for turn in tool_result_turns(messages):
-        for index in turn:
-            message = dict(messages[index])
-            if isinstance(message.get("content"), list):
-                message["content"] = [
-                    dict(block) if is_block(block, "tool_result") else block
-                    for block in message["content"]
-                ]
-            copied[index] = message
+def _copy_results(message: Message) -> Message:
+    """A copy of the message that its tool results can be rewritten in."""
+    copied = dict(message)
+    if isinstance(copied.get("content"), list):
+        copied["content"] = [
+            dict(block) if is_block(block, "tool_result") else block for block in copied["content"]
+        ]
     return copied
 
 
-def _tool_results(messages: list[Message], turn: list[int]) -> Iterator[tuple[dict, Any]]:
-    """Each dict whose ``content`` is a tool result in this turn, with the call id it answers."""
+ToolResult = tuple[dict[str, Any], str, int]  # what holds the content, its tool, its length
+
+
+def _tool_results(messages: list[Message], turn: list[int], names: Any) -> Iterator[ToolResult]:
+    """Each tool result of this turn not yet truncated (SPEC §2)."""
     for index in turn:
         message = messages[index]
         if message.get("role") == "tool":
-            yield message, message.get("tool_call_id")
-            continue
-        for block in blocks(message):
-            if is_block(block, "tool_result"):
-                yield block, block.get("tool_use_id")
+            holders = [(message, message.get("tool_call_id"))]
+        else:
+            holders = [
+                (block, block.get("tool_use_id"))
+                for block in blocks(message)
+                if is_block(block, "tool_result")
+            ]
+        for holder, call_id in holders:
+            content = holder.get("content")
+            if not is_marker(content):
+                yield holder, names.get(call_id, UNKNOWN_TOOL), content_length(content)
+
+
+def _reference_results(
+    messages: list[Message], turn: list[int], names: dict[str, str]
+) -> Iterator[ToolResult]:
+    """The same, by the reference's rules: a missing content is "", ``null`` is "null"."""
+    for index in turn:
+        for block in bareagent.tool_results(messages[index]):
+            text = bareagent.stringify(block.get("content", ""))
+            if not text.startswith(MARKER_PREFIX):
+                yield block, bareagent.result_tool(block, names), len(text)

@@ -1,8 +1,8 @@
-"""One conversation through one command: what the CLI and batch workers both call.
+"""One conversation through one command: what the library, the CLI and batch workers all call.
 
-``run`` takes a parsed conversation and a frozen ``Job`` (plain data, so it can cross to a worker
-process) and returns an ``Outcome``: the new conversation, whether anything changed, and the
-figures worth reporting. The input conversation is never modified.
+``run`` takes a frozen ``Job`` (plain data, so it can cross to a worker process), a parsed
+conversation and a ``Context``, and returns an ``Outcome``: the new conversation, whether anything
+changed, and the figures worth reporting. The input conversation is never modified.
 """
 
 from __future__ import annotations
@@ -11,36 +11,26 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from . import defaults, language
+from . import language
 from .errors import ProviderError
 from .estimate import estimate
 from .formats import Conversation
-from .full import (
-    FullResult,
-    FullSettings,
-    find_pending_turn,
-    full_compact,
-    has_source,
-    rebuild,
-)
-from .micro import MicroResult, MicroSettings, copy_tool_results, micro_with
-from .providers.base import Summarizer
+from .full import FullResult, find_pending_turn, full_compact, has_source, rebuild
+from .micro import MicroResult, micro_compact
+from .providers.base import Summarizer, check_ready
+from .settings import Settings
 from .snapshots import DEFAULT_SESSION, Details, SnapshotStore
+from .status import Status
 from .tokenizers import counter
 
-DEFAULT_THRESHOLD = defaults.THRESHOLD
 Command = Literal["micro", "full", "auto"]
 
 
 @dataclass(frozen=True)
 class Job:
     command: Command = "micro"
-    micro: MicroSettings = field(default_factory=MicroSettings)
-    full: FullSettings = field(default_factory=FullSettings)
-    threshold: int = DEFAULT_THRESHOLD  # auto: full compaction above this estimate
-    compat: bool = False
+    settings: Settings = field(default_factory=Settings)
     measure: bool = False  # estimate before and after, for statistics
-    tokenizer: str = "heuristic"  # who counts for the threshold and the statistics
 
 
 @dataclass(frozen=True)
@@ -48,8 +38,9 @@ class Outcome:
     conversation: Conversation
     changed: bool
     micro: MicroResult = field(default_factory=lambda: MicroResult(0, 0))
-    full: Literal["compacted", "nothing", "failed", "would run", "not run"] = "not run"
+    full: Status = Status.NOT_RUN
     error: ProviderError | None = None  # why the summary failed
+    cut_off: ProviderError | None = None  # the summary kept stopped at max_tokens
     over_threshold: bool = False  # auto: the result is still too big, though nothing failed
     tokens_before: int | None = None
     tokens_after: int | None = None
@@ -60,9 +51,10 @@ class Outcome:
 class Context:
     """What a run may use besides the conversation: a summarizer and where snapshots go.
 
-    A full compaction that replaces the history keeps the input (``original``, its bytes as read)
-    and the result in ``snapshots``. ``original`` is None for a file changed in place: the
-    writer keeps that file itself (``files.replace_file``). ``source`` is the file read, if any.
+    Without a provider, summaries are written by the built-in extractive one. A full compaction
+    that replaces the history keeps the input (``original``, its bytes as read) and the result in
+    ``snapshots``. ``original`` is None for a file changed in place: the writer keeps that file
+    itself (``files.replace_file``). ``source`` is the file read, if any.
     """
 
     provider: Summarizer | None = None
@@ -72,12 +64,14 @@ class Context:
     source: Path | None = None
 
 
-def measure(conversation: Conversation, job: Job) -> int:
-    return estimate(conversation.messages, conversation.system, job.compat, counter(job.tokenizer))
+def measure(conversation: Conversation, settings: Settings) -> int:
+    """The estimate by the settings' profile and tokenizer."""
+    tokens = counter(settings.tokenizer)
+    return estimate(conversation.messages, conversation.system, settings.compat, tokens)
 
 
 def run(job: Job, conversation: Conversation, context: Context = Context()) -> Outcome:
-    before = measure(conversation, job) if job.measure or job.command == "auto" else None
+    before = measure(conversation, job.settings) if job.measure else None
     if job.command == "micro":
         outcome = _micro(job, conversation)
     elif job.command == "full":
@@ -85,8 +79,10 @@ def run(job: Job, conversation: Conversation, context: Context = Context()) -> O
     else:
         outcome = _auto(job, conversation, context)
     if job.measure:
-        after = measure(outcome.conversation, job)
-        outcome = _with(outcome, tokens_before=before, tokens_after=after)
+        after = outcome.tokens_after
+        if after is None:
+            after = measure(outcome.conversation, job.settings)
+        outcome = replace(outcome, tokens_before=before, tokens_after=after)
     return outcome
 
 
@@ -94,50 +90,58 @@ def preview(job: Job, conversation: Conversation) -> Outcome:
     """What ``run`` would do, with no provider call and no snapshot (``--dry-run``).
 
     Micro compaction is done for real (it is cheap and exact); a full compaction that would be
-    attempted is reported as "would run", its tokens after counted with the summary at its whole
+    attempted is reported as WOULD_RUN, its tokens after counted with the summary at its whole
     budget (``max_tokens``): the most the result would be, since no model is asked.
     """
-    before = measure(conversation, job)
+    settings = job.settings
+    before = measure(conversation, settings)
     outcome = _micro(job, conversation)
-    after_micro = measure(outcome.conversation, job)
-    outcome = _with(outcome, tokens_before=before, tokens_after=after_micro)
+    after_micro = measure(outcome.conversation, settings)
+    outcome = replace(outcome, tokens_before=before, tokens_after=after_micro)
     if job.command == "micro":
         return outcome
-    if job.command == "auto" and after_micro <= job.threshold:
+    if job.command == "auto" and after_micro <= settings.threshold:
         return outcome
-    pending = find_pending_turn(conversation.messages, job.full.compat)
+    pending = find_pending_turn(conversation.messages, settings.compat)
     if not has_source(conversation.messages, pending):
-        return replace(outcome, full="nothing")
-    lang = language.resolve(job.full.lang, conversation.messages, job.full.compat)
+        return replace(outcome, full=Status.NOTHING)
+    lang = language.resolve(settings.lang, conversation.messages, settings.compat)
     frame = conversation.with_messages(rebuild(conversation.messages, pending, "", lang))
-    most = measure(frame, job) + job.full.max_tokens
-    return replace(outcome, changed=True, full="would run", tokens_after=min(most, after_micro))
+    most = measure(frame, settings) + settings.max_tokens
+    return replace(
+        outcome, changed=True, full=Status.WOULD_RUN, tokens_after=min(most, after_micro)
+    )
+
+
+def default_provider() -> Summarizer:
+    from .providers.extractive import ExtractiveSummarizer
+
+    return ExtractiveSummarizer()
 
 
 def _micro(job: Job, conversation: Conversation) -> Outcome:
-    messages = copy_tool_results(conversation.messages)
-    result = micro_with(messages, job.micro)
+    messages, result = micro_compact(conversation.messages, job.settings)
     return Outcome(conversation.with_messages(messages), result.truncated > 0, result)
 
 
 def _full(job: Job, conversation: Conversation, context: Context) -> Outcome:
     """Summarize; the input is kept before the model is called (SPEC §3.3), the result after."""
-    if context.provider is None:
-        raise ValueError("full compaction needs a provider")
-    pending = find_pending_turn(conversation.messages, job.full.compat)
+    compat = job.settings.compat
+    pending = find_pending_turn(conversation.messages, compat)
     if not has_source(conversation.messages, pending):  # a no-op: no snapshot, no model call
-        return Outcome(conversation, changed=False, full="nothing")
+        return Outcome(conversation, changed=False, full=Status.NOTHING)
+    check_ready(context.provider)  # a missing API key: exit 78, before any snapshot
     store = context.snapshots
     taken = []
     if store is not None and context.original is not None:
-        tokens = measure(conversation, job)
+        tokens = measure(conversation, job.settings)
         details = Details(conversation.shape, len(conversation.messages), tokens)
         taken.append(
             store.save_original(context.session_id, context.original, details, context.source)
         )
-    full = full_compact(conversation.messages, context.provider, job.full)
-    if store is not None and full.status == "compacted":
-        details = Details(tokens=measure(conversation.with_messages(full.messages), job))
+    full = full_compact(conversation.messages, context.provider or default_provider(), job.settings)
+    if store is not None and full.status == Status.COMPACTED:
+        details = Details(tokens=measure(conversation.with_messages(full.messages), job.settings))
         result = store.save_result(context.session_id, full.messages, details, context.source)
         taken.append(result)
     return _from_full(full, conversation, tuple(taken))
@@ -146,27 +150,27 @@ def _full(job: Job, conversation: Conversation, context: Context) -> Outcome:
 def _from_full(full: FullResult, conversation: Conversation, taken: tuple[Path, ...]) -> Outcome:
     return Outcome(
         conversation.with_messages(full.messages),
-        changed=full.status == "compacted",
+        changed=full.status == Status.COMPACTED,
         full=full.status,
         error=full.error,
+        cut_off=full.cut_off,
         snapshots=taken,
     )
 
 
 def _auto(job: Job, conversation: Conversation, context: Context) -> Outcome:
+    settings = job.settings
     micro_outcome = _micro(job, conversation)
-    if measure(micro_outcome.conversation, job) <= job.threshold:
-        return micro_outcome
+    tokens = measure(micro_outcome.conversation, settings)
+    if tokens <= settings.threshold:
+        return replace(micro_outcome, tokens_after=tokens)
     full = _full(job, conversation, context)
-    if full.full == "compacted":
-        outcome = _with(full, micro=micro_outcome.micro)
+    if full.full == Status.COMPACTED:
+        outcome = replace(full, micro=micro_outcome.micro)
     else:  # the summary failed (or there was nothing to summarize): micro's result stands
-        outcome = _with(micro_outcome, full=full.full, error=full.error, snapshots=full.snapshots)
-    if outcome.error is not None:
-        return outcome  # the failure is the news, not its consequence
-    after = measure(outcome.conversation, job)
-    return _with(outcome, over_threshold=after > job.threshold, tokens_after=after)
-
-
-def _with(outcome: Outcome, **changes: object) -> Outcome:
-    return replace(outcome, **changes)
+        outcome = replace(micro_outcome, full=full.full, error=full.error, snapshots=full.snapshots)
+        if outcome.error is not None:
+            return replace(outcome, tokens_after=tokens)  # the failure is the news
+    if outcome.full == Status.COMPACTED:
+        tokens = measure(outcome.conversation, settings)
+    return replace(outcome, over_threshold=tokens > settings.threshold, tokens_after=tokens)

@@ -7,10 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import defaults
-
 SUMMARY_PREFIX = "[Context Compressed]\n"
-DEFAULT_MAX_TOKENS = defaults.MAX_TOKENS
 
 
 @dataclass(frozen=True)
@@ -46,7 +43,6 @@ PROMPTS: dict[str, Prompts] = {
         instructions_label="Additional focus: ",
     ),
 }
-LANGUAGES = tuple(PROMPTS)
 
 
 def system_prompt(lang: str, instructions: str | None = None) -> str:

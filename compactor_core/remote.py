@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 
 from . import storage
 from .batch import DEFAULT_GLOBS, BatchSettings, FileReport, _holds, _matches
-from .errors import CtxpackError, InputUnreadable, OutputError
+from .errors import CtxpackError, IsADirectory, OutputError
 from .files import InPlace
 from .formats import Conversation, dump, parse
 from .pipeline import Context, Outcome, preview, run
@@ -65,7 +65,7 @@ def iter_targets(
     """The objects named, and the matching ones under the prefixes named, as they are listed."""
     folders = [name for name in names if storage.kind(name) == "directory"]
     for name in folders if not recursive else ():
-        raise InputUnreadable(f"{name}: is a directory (add --recursive)")
+        raise IsADirectory(f"{name}: is a directory")
     if output_dir is not None and folders and len(names) > 1:
         raise OutputError(
             f"{folders[0]}: with --output-dir, give one folder or prefix per run: results of "

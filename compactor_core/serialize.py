@@ -16,7 +16,7 @@ from typing import Any
 
 from .estimate import json_text
 from .formats import Message
-from .tools import UNKNOWN_TOOL, tool_names
+from .tools import UNKNOWN_TOOL, tool_name, tool_names
 
 
 def serialize(messages: list[Message], names: dict[Any, str] | None = None) -> str:
@@ -42,7 +42,7 @@ def _message_body(message: Message, names: dict[Any, str]) -> str:
         lines = [_as_text(content)] if content is not None else []
     for call in message.get("tool_calls") or ():
         function = call.get("function") or {}
-        name = function.get("name") if isinstance(function.get("name"), str) else UNKNOWN_TOOL
+        name = tool_name(function.get("name"))
         lines.append(f"[tool_use:{name}] {_as_text(function.get('arguments'))}")
     return "\n".join(lines)
 
@@ -54,8 +54,7 @@ def _block(block: Any, names: dict[Any, str]) -> str:
     if kind == "text":
         return _as_text(block.get("text"))
     if kind == "tool_use":
-        name = block.get("name") if isinstance(block.get("name"), str) else UNKNOWN_TOOL
-        return f"[tool_use:{name}] {json_text(block.get('input'))}"
+        return f"[tool_use:{tool_name(block.get('name'))}] {json_text(block.get('input'))}"
     if kind == "tool_result":
         tool = names.get(block.get("tool_use_id"), UNKNOWN_TOOL)
         return f"[tool_result:{tool}] {_result_text(block.get('content'))}"

@@ -12,18 +12,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import defaults
 from .estimate import HEURISTIC, Counter, json_text, tokens_of
 from .formats import Message
-from .micro import copy_tool_results, micro_compact
+from .micro import micro_compact
 from .prompts import SUMMARY_PREFIX, user_prompt
 from .serialize import serialize
+from .settings import Settings
 
-DEFAULT_MAX_PROMPT_TOKENS = defaults.MAX_PROMPT_TOKENS
 LONG_TEXT = 2000  # characters; longer texts lose their middle in the second step
 # A tool input still longer than this once its long strings are cut goes as its JSON text, cut.
 LONG_INPUT = 4 * LONG_TEXT
 KEEP_HEAD, KEEP_TAIL = 1200, 600
+EVERY_RESULT = Settings(keep_recent=0)
 
 
 def fit_prompt(
@@ -31,12 +31,12 @@ def fit_prompt(
     names: dict[Any, str],
     lang: str,
     system: str,
-    budget: int | None,
+    budget: int,
     counter: Counter = HEURISTIC,
 ) -> tuple[list[Message], str]:
     """The messages to send and the user prompt built from them, within ``budget`` tokens."""
     prompt = user_prompt(lang, serialize(source, names))
-    if budget is None or tokens_of([system, prompt], counter) <= budget:
+    if tokens_of([system, prompt], counter) <= budget:
         return source, prompt
     for step in (_all_results_as_markers, _cut_long_texts):
         source = step(source)
@@ -48,9 +48,7 @@ def fit_prompt(
 
 
 def _all_results_as_markers(source: list[Message]) -> list[Message]:
-    copied = copy_tool_results(source)
-    micro_compact(copied, keep_recent=0)
-    return copied
+    return micro_compact(source, EVERY_RESULT)[0]
 
 
 # --- cutting the middle out of long texts --------------------------------------------------------

@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .atomic import atomic_write
-from .errors import ConfigError, CtxpackError, InputUnreadable, OutputError
+from .errors import ConfigError, CtxpackError, InputUnreadable, IsADirectory, OutputError
 from .formats import Message, dumps
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
@@ -83,7 +83,7 @@ def translated(name: str, writing: bool = False) -> Iterator[None]:
         missing = "cannot write: no such bucket or folder" if writing else "no such file"
         raise error_type(f"{name}: {missing}") from None
     except IsADirectoryError:
-        raise InputUnreadable(f"{name}: is a directory (add --recursive)") from None
+        raise IsADirectory(f"{name}: is a directory") from None
     except PermissionError:
         raise error_type(f"{name}: cannot {verb}: Permission denied") from None
     except Exception as error:  # any filesystem's own errors: botocore's, aiohttp's, …

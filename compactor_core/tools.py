@@ -30,10 +30,10 @@ def tool_calls(message: Message) -> Iterator[tuple[Any, str]]:
     """Every tool call a message makes, as ``(id, name)``, in both styles."""
     for block in blocks(message):
         if is_block(block, "tool_use"):
-            yield block.get("id"), _name(block.get("name"))
+            yield block.get("id"), tool_name(block.get("name"))
     for call in message.get("tool_calls") or ():
         function = call.get("function") or {}
-        yield call.get("id"), _name(function.get("name"))
+        yield call.get("id"), tool_name(function.get("name"))
 
 
 def tool_result_ids(message: Message) -> Iterator[Any]:
@@ -45,7 +45,8 @@ def tool_result_ids(message: Message) -> Iterator[Any]:
             yield block.get("tool_use_id")
 
 
-def _name(value: Any) -> str:
+def tool_name(value: Any) -> str:
+    """A call's tool name, or ``unknown`` when it is not a string."""
     return value if isinstance(value, str) else UNKNOWN_TOOL
 
 

@@ -145,7 +145,7 @@ def measure(path: Path) -> Figures:
     fixed = estimate(systems + kept)
 
     provider = ExtractiveSummarizer()
-    job = Job("auto", threshold=THRESHOLD)
+    job = Job("auto", FullSettings(threshold=THRESHOLD))
     started = time.perf_counter()
     outcome = pipeline.run(job, conversation, Context(provider))
     seconds = time.perf_counter() - started
@@ -155,7 +155,7 @@ def measure(path: Path) -> Figures:
     paths = tool_paths(summarized)
     request = first_request(summarized)
     first_paths = named(summary, paths)
-    second = pipeline.run(Job("full", full=FullSettings()), Conversation(output), Context(provider))
+    second = pipeline.run(Job("full"), Conversation(output), Context(provider))
     second_summary = summary_of(second.conversation.messages) or ""
     latest = latest_request(summarized)
     return Figures(

@@ -115,3 +115,20 @@ def assert_marker_or_same(old: Any, new: Any, tool: str) -> None:
     if new == old:
         return
     assert new == f"[truncated: {tool} result, {original_length(old)} chars]"
+
+
+def micro_in_place(
+    messages: list[dict[str, Any]],
+    keep_recent: int = 3,
+    exclude_tools: Any = (),
+    min_chars: int = 0,
+    compat: bool = False,
+) -> Any:
+    """Micro compaction written back into ``messages`` (the list, not its dicts), for tests that
+    look at the list afterwards; ``micro_compact`` itself returns a new list."""
+    from compactor_core.micro import micro_compact
+    from compactor_core.settings import Settings
+
+    settings = Settings(keep_recent, tuple(exclude_tools), min_chars, compat=compat)
+    messages[:], result = micro_compact(messages, settings)
+    return result

@@ -6,6 +6,7 @@ per character and per value, as the spec words it, and rounds up once at the end
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import math
@@ -41,47 +42,184 @@ def reference_text(text: str) -> float:
     return sum(char_weight(char) for char in text)
 
 
-def reference_value(value: Any, compat: bool) -> float:
+def reference_value(value: Any) -> float:
     """What SPEC §1 counts of a content value."""
     if isinstance(value, str):
         return reference_text(value)
     if value is None:
         return 0.0
     if isinstance(value, list):
-        return sum(reference_value(item, compat) for item in value)
+        return sum(reference_value(item) for item in value)
     if isinstance(value, dict):
-        return reference_block(value, compat)
+        return reference_block(value)
     return reference_text(json.dumps(value))  # numbers and booleans: their JSON text
 
 
-def reference_input(value: Any, compat: bool) -> float:
-    if isinstance(value, dict | list) and not compat:
+def reference_input(value: Any) -> float:
+    if isinstance(value, dict | list):
         return reference_text(json.dumps(value, ensure_ascii=False))
-    return reference_value(value, compat)
+    return reference_value(value)
 
 
-def reference_block(block: dict[str, Any], compat: bool) -> float:
+def reference_block(block: dict[str, Any]) -> float:
     if block.get("type") == "tool_use":
-        return reference_value(block.get("name"), compat) + reference_input(
-            block.get("input"), compat
-        )
-    total = reference_value(block.get("text"), compat)
-    total += reference_value(block.get("content"), compat)
-    total += reference_input(block.get("input"), compat)
+        return reference_value(block.get("name")) + reference_input(block.get("input"))
+    total = reference_value(block.get("text"))
+    content = block.get("content")
+    if block.get("type") == "tool_result" and isinstance(content, dict):
+        total += reference_text(json.dumps(content, ensure_ascii=False))  # any JSON value
+    else:
+        total += reference_value(content)
+    total += reference_input(block.get("input"))
     if block.get("type") != "tool_result":
-        total += reference_value(block.get("name"), compat)
+        total += reference_value(block.get("name"))
     return total
 
 
 def reference_estimate(messages: list[dict], system: Any = None, compat: bool = False) -> int:
+    if compat:
+        return bareagent_estimate(messages)
     total = 0.0
     for message in messages:
-        total += reference_value(message.get("content"), compat)
-        if not compat:
-            for call in message.get("tool_calls") or ():
-                function = call.get("function") or {}
-                total += reference_value(function.get("name"), compat)
-                total += reference_input(function.get("arguments"), compat)
-    if not compat:
-        total += reference_value(system, compat)
+        total += reference_value(message.get("content"))
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            total += reference_value(function.get("name"))
+            total += reference_input(function.get("arguments"))
+    total += reference_value(system)
     return math.ceil(total)  # rounded up once, at the end
+
+
+# --- the BareAgent profile ------------------------------------------------------------------------
+# The original implementation's behaviour, rule by rule, written independently of
+# compactor_core/bareagent.py: ``--compat bareagent`` must match these on every input.
+
+
+def _ba_json(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def bareagent_estimate(messages: list[dict]) -> int:
+    """Only each message's content; a name is counted through str(), a dict input as a block."""
+
+    def walk(value: Any) -> float:
+        if value is None:
+            return 0.0
+        if isinstance(value, str):
+            return reference_text(value)
+        if isinstance(value, list):
+            return sum(walk(item) for item in value)
+        if not isinstance(value, dict):
+            return reference_text(_ba_json(value))
+        if value.get("type") == "tool_use":
+            return reference_text(str(value.get("name", ""))) + walk(value.get("input"))
+        total = sum(walk(value[key]) for key in ("text", "content", "input") if key in value)
+        if "name" in value and value.get("type") != "tool_result":
+            total += reference_text(str(value["name"]))
+        return total
+
+    return math.ceil(sum(walk(message.get("content")) for message in messages))
+
+
+def _ba_names(messages: list[dict]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for message in messages:
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            is_call = isinstance(block, dict) and block.get("type") == "tool_use"
+            if is_call and str(block.get("id", "")):
+                names[str(block.get("id", ""))] = str(block.get("name", "unknown"))
+    return names
+
+
+def _ba_result_blocks(message: dict) -> list[dict]:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+def bareagent_micro(messages: list[dict], keep_recent: int = 3) -> list[dict]:
+    """A micro-compacted deep copy: only tool_result blocks, all but the newest keep_recent
+    messages holding them; the marker counts the result's str or JSON text ("" when missing)."""
+    messages = copy.deepcopy(messages)
+    names = _ba_names(messages)
+    holding = [index for index, message in enumerate(messages) if _ba_result_blocks(message)]
+    old = holding[:-keep_recent] if keep_recent > 0 else holding
+    for index in old:
+        for block in _ba_result_blocks(messages[index]):
+            text = _ba_json(block.get("content", ""))
+            if text.startswith("[truncated:"):
+                continue
+            tool = names.get(str(block.get("tool_use_id", "")), "unknown")
+            block["content"] = f"[truncated: {tool} result, {len(text)} chars]"
+    return messages
+
+
+def bareagent_serialize(messages: list[dict]) -> str:
+    names = _ba_names(messages)
+
+    def content_text(content: Any) -> str:
+        if content is None:
+            return ""
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return "\n".join(filter(None, (block_text(block) for block in content)))
+        return _ba_json(content)
+
+    def block_text(block: Any) -> str:
+        if isinstance(block, str):
+            return block
+        if not isinstance(block, dict):
+            return _ba_json(block)
+        if block.get("type") == "text":
+            return str(block.get("text", ""))
+        if block.get("type") == "tool_use":
+            return f"[tool_use:{block.get('name', 'unknown')}] {_ba_json(block.get('input', {}))}"
+        if block.get("type") == "tool_result":
+            tool = names.get(str(block.get("tool_use_id", "")), "unknown")
+            return f"[tool_result:{tool}] {_ba_json(block.get('content', ''))}"
+        if "content" in block:
+            return content_text(block["content"])
+        if "text" in block:
+            return str(block["text"])
+        return _ba_json(block)
+
+    parts = []
+    for message in messages:
+        parts += [f"[{message.get('role', 'unknown')}]", content_text(message.get("content")), ""]
+    return "\n".join(parts).strip()
+
+
+BAREAGENT_SYSTEM = (
+    "你是 BareAgent 的上下文压缩助手。请用中文总结对话中的目标、已完成工作、关键约束、"
+    "重要文件路径、工具执行结果要点，以及接下来继续工作所需的上下文。输出简洁但不能遗漏事实。"
+)
+BAREAGENT_INTRO = "请简洁总结以下对话的关键信息和已完成的工作，供后续继续工作使用：\n\n"
+
+
+def bareagent_full(messages: list[dict], summarize: Any) -> tuple[list[dict], Any]:
+    """A forced compaction: ``(result, prompt)``; ``prompt`` is None when nothing was sent.
+
+    ``summarize(system, user)`` returns the summary text or raises (then the input comes back).
+    """
+    compacted = bareagent_micro(messages)
+    pending = None
+    history = compacted
+    if compacted and compacted[-1].get("role") == "user":
+        history, pending = compacted[:-1], copy.deepcopy(compacted[-1])
+    source = [message for message in history if message.get("role") != "system"]
+    if not source:
+        return copy.deepcopy(messages), None
+    prompt = (BAREAGENT_SYSTEM, BAREAGENT_INTRO + bareagent_serialize(source))
+    try:
+        summary = summarize(*prompt)
+    except Exception:
+        return copy.deepcopy(messages), prompt
+    result = [copy.deepcopy(m) for m in compacted if m.get("role") == "system"]
+    result.append({"role": "user", "content": f"[Context Compressed]\n{summary}"})
+    result.append({"role": "assistant", "content": "收到，我已理解之前的上下文，继续工作。"})
+    if pending is not None:
+        result.append(pending)
+    return result, prompt

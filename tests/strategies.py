@@ -242,3 +242,37 @@ def tool_pairs(messages: list[dict[str, Any]]) -> list[tuple[str, int, int]]:
         if message.get("role") == "tool":
             answers[message["tool_call_id"]] = index
     return [(call_id, index, answers.get(call_id, -1)) for call_id, index in calls.items()]
+
+
+# --- conversations the reference reads in its own way --------------------------------------------
+
+# Values that BareAgent's str()/json.dumps treatment tells apart from ctxpack's default profile.
+_odd_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 10**20),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.dictionaries(st.sampled_from(["k", "name", "text", "content"]), json_scalars, max_size=2),
+    st.lists(json_scalars, max_size=2),
+)
+_MISSING = object()
+
+
+@st.composite
+def odd_conversations(draw: st.DrawFn, style: Style = "mixed") -> list[dict[str, Any]]:
+    """``conversations(style)`` with some keys made strange: names, ids, inputs, texts and
+    contents that are not strings or are missing, and tool results of any JSON value."""
+    messages = draw(conversations(style=style))
+    for message in messages:
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            for key in ("name", "id", "tool_use_id", "input", "text", "content"):
+                if key in block and draw(st.integers(0, 5)) == 0:
+                    value = draw(st.one_of(_odd_values, st.just(_MISSING)))
+                    if value is _MISSING:
+                        del block[key]
+                    else:
+                        block[key] = value
+            if block.get("type") == "tool_use" and draw(st.integers(0, 4)) == 0:
+                block["input"] = {"name": draw(_odd_values), "text": draw(_odd_values)}
+    return messages

@@ -45,11 +45,11 @@ def transform(data: bytes, job: Job) -> tuple[bytes, object]:
 
 
 def micro(data: bytes, keep: int = 3) -> bytes:
-    return transform(data, Job("micro", MicroSettings(keep)))[0]
+    return transform(data, Job("micro", MicroSettings(keep_recent=keep)))[0]
 
 
 def full(data: bytes) -> bytes:
-    return transform(data, Job("full", full=FullSettings(lang="en")))[0]
+    return transform(data, Job("full", FullSettings(lang="en")))[0]
 
 
 def records(data: bytes) -> list[dict]:
@@ -175,7 +175,7 @@ def test_property_micro_keeps_every_other_byte(data: bytes) -> None:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(claude_code_sessions())
 def test_property_full_is_append_only_and_pair_safe(data: bytes) -> None:
-    after, outcome = transform(data, Job("full", full=FullSettings(lang="en")))
+    after, outcome = transform(data, Job("full", FullSettings(lang="en")))
     if outcome.full != "compacted":
         assert after == data
         return
@@ -185,10 +185,9 @@ def test_property_full_is_append_only_and_pair_safe(data: bytes) -> None:
 
 def test_auto_is_micro_below_the_threshold_and_appends_a_summary_above_it() -> None:
     data = (CORPUS / "originals" / "cc_kimi_516b7270__full.jsonl").read_bytes()
-    settings = FullSettings(lang="en")
-    small, outcome = transform(data, Job("auto", full=settings, threshold=1_000_000))
+    small, outcome = transform(data, Job("auto", FullSettings(lang="en", threshold=1_000_000)))
     assert small == micro(data) and outcome.full == "not run"
-    big, outcome = transform(data, Job("auto", full=settings, threshold=5000))
+    big, outcome = transform(data, Job("auto", FullSettings(lang="en", threshold=5000)))
     assert outcome.full == "compacted" and not outcome.over_threshold
     shrunk = micro(data)
     assert big.startswith(shrunk if shrunk.endswith(b"\n") else shrunk + b"\n")  # then appended

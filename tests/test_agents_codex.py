@@ -23,7 +23,7 @@ from compactor_core.pipeline import Job
 
 FIXTURES = TESTS / "fixtures" / "codex"
 MICRO = Job("micro")
-FULL = Job("full", full=FullSettings(lang="en"))
+FULL = Job("full", FullSettings(lang="en"))
 
 
 def fixture(name: str) -> bytes:
@@ -250,13 +250,13 @@ def test_micro_honours_exclude_tool_and_min_chars() -> None:
         rollout.user(f"request {turn}")
         rollout.tools(["short", "long " * 100])
     data = rollout.data()
-    only_long = run(data, Job("micro", micro=MicroSettings(min_chars=100))).data
+    only_long = run(data, Job("micro", MicroSettings(min_chars=100))).data
     new = records(only_long)
     outputs = [
         r["payload"]["output"] for r in new if r["payload"].get("type") == "function_call_output"
     ]
     assert outputs[:4] == ["short", "[truncated: exec_command result, 500 chars]"] * 2
-    excluded = Job("micro", micro=MicroSettings(exclude_tools=("exec_command",)))
+    excluded = Job("micro", MicroSettings(exclude_tools=("exec_command",)))
     assert run(data, excluded).data == data
 
 

@@ -25,7 +25,7 @@ from compactor_core.pipeline import Job
 from compactor_core.providers.base import SummaryRequest
 
 MICRO = Job("micro")
-FULL = Job("full", full=FullSettings(lang="en"))
+FULL = Job("full", FullSettings(lang="en"))
 PROPERTIES = settings(max_examples=60, deadline=None)
 # Payload types a command may change: tool outputs (also inside a replacement history) and
 # the UI copies of them.

@@ -35,11 +35,11 @@ from compactor_core.batch import (
 from compactor_core.errors import InputError, InputUnreadable, OutputError
 from compactor_core.files import InPlace, SourceFile, replace_file
 from compactor_core.formats import dump, parse
-from compactor_core.full import FullSettings
 from compactor_core.pipeline import Context, Job, run
 from compactor_core.providers.base import SummaryRequest
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.providers.registry import ProviderSettings
+from compactor_core.settings import Settings
 from compactor_core.snapshots import SnapshotStore, session_id_for_file
 
 # --- sessions to work on -------------------------------------------------------------------------
@@ -412,7 +412,7 @@ def test_one_worker_and_two_give_the_same_files(tmp_path: Path) -> None:
 
 
 def test_auto_in_a_batch_equals_auto_on_one_file(tmp_path: Path) -> None:
-    job = Job("auto", threshold=300, measure=True)
+    job = Job("auto", Settings(threshold=300), measure=True)
     big = write_session(tmp_path / "big.json", turns=12, size=800, seed=7)
     small = write_session(tmp_path / "small.json", turns=1, seed=8)
     context = Context(ExtractiveSummarizer())
@@ -570,7 +570,7 @@ def test_a_file_changed_while_the_model_writes_its_summary_is_left_alone(tmp_pat
             change_file(path, keep_size_and_mtime=False)
             return super().summarize(request)
 
-    job = Job("full", full=FullSettings(), measure=True)
+    job = Job("full", measure=True)
     report = batch.process(
         Target(path, "a.json"), in_place(tmp_path / "snaps", job=job), SlowModel()
     )

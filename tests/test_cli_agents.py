@@ -82,6 +82,18 @@ def test_full_in_place_appends_and_restores(tmp_path: Path) -> None:
     assert path.read_bytes() == original
 
 
+@pytest.mark.parametrize("where", [["--in-place"], []])
+def test_a_missing_key_on_a_session_file_is_78_not_a_failed_summary(
+    tmp_path: Path, where: list[str]
+) -> None:
+    path = session_copy(tmp_path)
+    before = path.read_bytes()
+    done = run("full", *where, "--provider", "anthropic", path, cwd=tmp_path)
+    assert done.returncode == 78, done.stderr
+    assert done.stderr == b"ctxpack: no API key for provider 'anthropic': set ANTHROPIC_API_KEY\n"
+    assert done.stdout == b"" and path.read_bytes() == before
+
+
 def test_a_recently_changed_session_is_skipped_unless_forced(tmp_path: Path) -> None:
     path = session_copy(tmp_path)
     os.utime(path)  # just now

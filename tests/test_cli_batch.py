@@ -12,6 +12,7 @@ import os
 import pty
 import re
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -136,7 +137,7 @@ def test_a_folder_without_recursive_is_an_error(tmp_path: Path) -> None:
     before = tree(tmp_path / "d")
     done = run("micro", "-i", tmp_path / "d")
     assert done.returncode == 66
-    assert stderr_lines(done) == [f"ctxpack: {tmp_path / 'd'}: is a directory (add --recursive)"]
+    assert stderr_lines(done) == [f"ctxpack: {tmp_path / 'd'}: is a directory (add -r/--recursive)"]
     assert tree(tmp_path / "d") == before
 
 
@@ -228,6 +229,24 @@ def test_json_report_and_summary_line(tmp_path: Path) -> None:
     assert by_path[str(files["array"])]["truncated"] == 3
     assert by_path[str(files["small"])]["changed"] is False
     assert by_path[str(files["invalid"])]["error"].startswith(str(files["invalid"]))
+
+
+def test_the_summary_line_counts_failed_summaries(tmp_path: Path) -> None:
+    """Every summary fails (a model command that exits 1): micro's results stand, and the
+    summary line and the report say so rather than "0 failed" alone."""
+    files = [write_session(tmp_path / "d" / f"{name}.json") for name in "abc"]
+    options = ["--threshold", "0", "--provider", "command", "--command", "false"]
+    done = run("auto", "-i", "-r", tmp_path / "d", "--json", "--no-transcript", *options)
+    assert done.returncode == 0, done.stderr  # a summary failure without --strict
+    report = json.loads(done.stdout)
+    assert (report["failed"], report["summaries_failed"]) == (0, 3)
+    before, after = report["tokens_before"], report["tokens_after"]
+    names = ", ".join(str(path) for path in files)
+    assert stderr_lines(done)[-1] == (
+        f"ctxpack: 3 files, 3 changed, 0 failed, tokens {before} -> {after}, "
+        f"3 summaries failed: {names}"
+    )
+    assert sum("summary failed" in line for line in stderr_lines(done)) == 3
 
 
 def test_fail_fast_stops_at_the_first_failure(tmp_path: Path) -> None:
@@ -417,6 +436,76 @@ def test_ctrl_c_finishes_the_files_in_progress_and_exits_130(tmp_path: Path) -> 
     assert all(path.read_bytes() in (old[path], new[path]) for path in old)
     assert any(path.read_bytes() == old[path] for path in old)  # it did stop
     assert not list(tmp_path.rglob(f"*{TEMP_SUFFIX}"))  # in-progress files were finished
+
+
+def test_a_worker_that_dies_is_one_line_per_file_not_done_and_70(tmp_path: Path) -> None:
+    """A worker SIGKILLed midway (as the OOM killer would): no traceback, every file whole.
+
+    The last file is a FIFO this test holds open: the worker that reads it blocks there, so it is
+    found by its open file (``/proc/PID/fd``) and killed while the other files are done.
+    """
+    root = tmp_path.resolve() / "d"  # as /proc names the FIFO
+    paths = [write_session(root / f"s{seed}.json", seed=seed) for seed in range(4)]
+    new = {path: expected_micro(path) for path in paths}
+    fifo = root / "z.json"
+    os.mkfifo(fifo)
+    held = os.open(fifo, os.O_RDWR)  # a writer that never writes: its reader waits
+    command = [CTXPACK, "micro", "-i", "-r", str(root), "-j", "2", "--transcript-dir"]
+    child = subprocess.Popen([*command, str(tmp_path / "snaps")], stderr=subprocess.PIPE)
+    try:
+        worker = wait_for_reader(fifo, child)
+        wait_until_done(new, child)
+        time.sleep(0.2)  # their reports reach the parent
+        os.kill(worker, signal.SIGKILL)
+        _, stderr = child.communicate(timeout=30)
+    finally:
+        os.close(held)
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 70
+    assert b"Traceback" not in stderr
+    assert stderr.decode().splitlines()[:-1] == [
+        f"ctxpack: {fifo}: not done: a worker process died unexpectedly "
+        "(the file is whole; run the batch again)"
+    ]
+    assert summary_of(stderr) | {"before": 0, "after": 0} == {
+        "files": 5,
+        "changed": 4,
+        "failed": 1,
+        "before": 0,
+        "after": 0,
+    }
+    assert all(path.read_bytes() == data for path, data in new.items())  # done, still done
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert not list(tmp_path.rglob(f"*{TEMP_SUFFIX}"))
+
+
+def wait_for_reader(fifo: Path, child: subprocess.Popen[bytes]) -> int:
+    """The process other than this one that has ``fifo`` open: the worker reading it."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and child.poll() is None:
+        for pid in (int(name) for name in os.listdir("/proc") if name.isdigit()):
+            if pid != os.getpid() and str(fifo) in open_files(pid):
+                return pid
+        time.sleep(0.01)
+    raise AssertionError("no worker opened the FIFO")
+
+
+def open_files(pid: int) -> set[str]:
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+        return {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in fds}
+    except OSError:  # gone, or not ours
+        return set()
+
+
+def wait_until_done(new: dict[Path, bytes], child: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and child.poll() is None:
+        if all(path.read_bytes() == data for path, data in new.items()):
+            return
+        time.sleep(0.01)
+    raise AssertionError("the other files were not done")
 
 
 def wait_until_some_changed(old: dict[Path, bytes], child: subprocess.Popen[bytes]) -> None:

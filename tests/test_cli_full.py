@@ -13,6 +13,7 @@ import pytest
 from checks_full import pair_violations
 from click.testing import CliRunner, Result
 from corpus_full import CORPUS, corpus_files
+from helpers import micro_in_place
 from support_full import (
     FAILING_PROVIDERS,
     PREFIX,
@@ -31,8 +32,8 @@ from compactor_core import pipeline
 from compactor_core.errors import ProviderError, RetryableProviderError
 from compactor_core.estimate import estimate, quarters_to_tokens, text_quarters
 from compactor_core.formats import parse
-from compactor_core.micro import micro_compact
 from compactor_core.providers.extractive import ExtractiveSummarizer
+from compactor_core.settings import Settings
 
 Message = dict[str, Any]
 TINY = [
@@ -293,7 +294,7 @@ def test_bareagent_quirks_through_the_cli(use: Any) -> None:
 
 def micro_only(messages: list[Message]) -> list[Message]:
     copied = json.loads(json.dumps(messages))
-    micro_compact(copied, 3)
+    micro_in_place(copied, 3)
     return copied
 
 
@@ -372,6 +373,6 @@ def test_corpus_auto_through_the_cli(path: Path) -> None:
     out = output(result)
     assert pair_violations(out) == []
     conversation = parse(path.read_bytes(), str(path))
-    job = pipeline.Job("auto", threshold=1000)
+    job = pipeline.Job("auto", Settings(threshold=1000))
     expected = pipeline.run(job, conversation, pipeline.Context(ExtractiveSummarizer()))
     assert out == expected.conversation.messages

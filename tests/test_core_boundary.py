@@ -81,7 +81,7 @@ def test_foundation_runs_with_streams_and_environment_locked_away() -> None:
         conversation = formats.parse(data, "in.json")
         tokens = estimate.estimate(conversation.messages)
         estimate.breakdown(conversation.messages)
-        micro.micro_compact(conversation.messages, keep_recent=0)
+        micro.micro_compact(conversation.messages)
         store = snapshots.SnapshotStore(directory / "snaps")
         store.save_result("s", conversation.messages)
         store.select("s")[0].read()

@@ -15,6 +15,7 @@ from helpers import (
     assert_only_tool_results_changed,
     corpus_files,
     load_json,
+    micro_in_place,
     name_of,
     original_length,
     tool_names_of,
@@ -23,7 +24,6 @@ from reference import reference_estimate
 
 from compactor_core.estimate import breakdown, estimate
 from compactor_core.formats import dump, parse
-from compactor_core.micro import micro_compact
 from compactor_core.tools import tool_result_turns
 
 FILES = corpus_files()
@@ -101,7 +101,7 @@ def test_chinese_text_weighs_more_than_its_characters_alone() -> None:
 def test_micro_on_real_transcripts(path: Path, keep_recent: int) -> None:
     original = load_json(path)
     messages = copy.deepcopy(original)
-    outcome = micro_compact(messages, keep_recent=keep_recent)
+    outcome = micro_in_place(messages, keep_recent=keep_recent)
     assert len(messages) == len(original)
     assert_only_tool_results_changed(original, messages)
 
@@ -124,7 +124,7 @@ def test_micro_on_real_transcripts(path: Path, keep_recent: int) -> None:
 
     assert estimate(messages) < estimate(original)
     again = copy.deepcopy(messages)
-    assert micro_compact(again, keep_recent=keep_recent).truncated == 0
+    assert micro_in_place(again, keep_recent=keep_recent).truncated == 0
     assert again == messages
 
 
@@ -141,7 +141,7 @@ def results_of(message: dict) -> Iterator[tuple[dict, object]]:
 def test_micro_keeps_the_three_newest_turns_whole(path: Path) -> None:
     original = load_json(path)
     messages = copy.deepcopy(original)
-    micro_compact(messages)
+    micro_in_place(messages)
     for turn in tool_result_turns(original)[-3:]:
         for index in turn:
             assert messages[index] == original[index]
@@ -158,7 +158,7 @@ def test_openai_corpus_has_runs_of_tool_messages_counted_as_one_turn() -> None:
 def test_a_json_list_tool_result_is_counted_as_its_json_text() -> None:
     messages = load_json(CORPUS / "cc_kimi_516b7270.json")
     original = copy.deepcopy(messages)
-    micro_compact(messages, keep_recent=0)
+    micro_in_place(messages, keep_recent=0)
     checked = 0
     for old, new in zip(original, messages, strict=True):
         for old_block, new_block in zip(

@@ -9,13 +9,13 @@ import threading
 from pathlib import Path
 
 import pytest
+from helpers import micro_in_place
 
 from compactor_core import atomic
 from compactor_core.atomic import TEMP_SUFFIX, atomic_write, atomic_write_chunks
 from compactor_core.errors import OutputError
 from compactor_core.files import InPlace, SourceFile, replace_file
 from compactor_core.formats import parse
-from compactor_core.micro import micro_compact
 from compactor_core.snapshots import SnapshotStore, session_id_for_file
 
 ORIGINAL = [
@@ -193,7 +193,7 @@ def test_a_short_write_is_continued_and_its_failure_reported(tmp_path: Path) -> 
 
 def compacted(data: bytes):
     conversation = parse(data)
-    micro_compact(conversation.messages, keep_recent=0)
+    micro_in_place(conversation.messages, keep_recent=0)
     return conversation
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import micro_in_place
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import STYLES, conversations, envelopes, json_values
@@ -147,7 +148,6 @@ def test_nesting_beyond_any_parser_is_refused() -> None:
 
 def test_nesting_within_the_limit_is_fine_everywhere() -> None:
     from compactor_core.estimate import estimate
-    from compactor_core.micro import micro_compact
 
     inner = "[" * (MAX_DEPTH - 4) + "]" * (MAX_DEPTH - 4)
     data = (
@@ -161,7 +161,7 @@ def test_nesting_within_the_limit_is_fine_everywhere() -> None:
     assert estimate(conversation.messages) > 0
     assert estimate(conversation.messages, compat=True) == 1  # the name "x"
     assert dump(conversation) == data + b"\n"
-    micro_compact(conversation.messages, keep_recent=0)
+    micro_in_place(conversation.messages, keep_recent=0)
     assert conversation.messages[1]["content"][0]["content"].startswith("[truncated: x result")
 
 
@@ -217,12 +217,6 @@ BAD_INPUTS: list[tuple[bytes, str]] = [
     (
         b'[{"role":"a","tool_calls":[{"function":"f"}]}]',
         "f.json: messages[0].tool_calls[0].function: must be an object",
-    ),
-    (
-        b'[{"role":"u"},{"role":"u"},{"role":"u"},'
-        b'{"role":"user","content":[{"type":"text"},{"type":"tool_result","content":7}]}]',
-        "f.json: messages[3].content[1].content: "
-        "a tool result must be a string, null or an array, got a number",
     ),
     (
         b'{"model":"m","messages":[{"role":"u"},{"role":true}]}',

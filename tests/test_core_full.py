@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from checks_full import pair_violations
+from helpers import micro_in_place
 from support_full import (
     FAILING_PROVIDERS,
     PREFIX,
@@ -29,7 +30,6 @@ from compactor_core.errors import ProviderError, RetryableProviderError
 from compactor_core.estimate import estimate, quarters_to_tokens, text_quarters
 from compactor_core.formats import Conversation
 from compactor_core.full import FullSettings, full_compact
-from compactor_core.micro import MicroSettings, micro_compact
 from compactor_core.pipeline import Context, Job, run
 from compactor_core.serialize import serialize
 
@@ -118,7 +118,9 @@ def test_prompts_golden(golden) -> None:
     for lang in ("zh", "en"):
         for instructions in (None, "Focus on the auth bug / 关注登录"):
             provider = RecordingProvider(SUMMARY_ZH)
-            result = full_compact(session_zh(), provider, FullSettings(lang, instructions))
+            result = full_compact(
+                session_zh(), provider, FullSettings(lang=lang, instructions=instructions)
+            )
             label = f"{lang}, instructions={instructions!r}"
             parts += [f"=== {label}: system", provider.request.system]
             parts += [f"=== {label}: user", provider.request.user]
@@ -368,7 +370,7 @@ def test_the_pending_turn_comes_back_unchanged_even_when_micro_would_truncate_it
         anthropic_result("t1", "x" * 500),
     ]
     provider = RecordingProvider()
-    settings = FullSettings(micro=MicroSettings(keep_recent=0))
+    settings = FullSettings(keep_recent=0)
     result = full_compact(messages, provider, settings).messages
     assert result[-2:] == messages[1:]
     assert result[-1]["content"][0]["content"] == "x" * 500
@@ -583,7 +585,8 @@ def test_bareagent_summarizes_a_trailing_openai_tool_run() -> None:
         {"role": "user", "content": PREFIX + SUMMARY},
         {"role": "assistant", "content": SEED_ACK},
     ]
-    assert provider.request.user.endswith("[tool]\n[tool_result:ls] a")
+    # the reference shows neither the call nor the result's tool (issue 11.2)
+    assert provider.request.user.endswith("[assistant]\n\n\n[tool]\na")
 
 
 @pytest.mark.parametrize("reply", ["", "   ", "x" * 10_000])
@@ -603,7 +606,7 @@ def test_bareagent_does_not_shrink_the_prompt() -> None:
     settings = FullSettings(compat=True, max_prompt_tokens=100)
     full_compact(messages, provider, settings)
     source = copy.deepcopy(messages[:-1])
-    micro_compact(source, 3)
+    micro_in_place(source, 3)
     assert provider.request.user == SEED_USER_INTRO + "\n\n" + serialize(source)
     assert provider.request.messages == source
 
@@ -835,12 +838,13 @@ def test_a_model_sees_the_previous_summary_first() -> None:
 
 
 def auto(messages: list[Message], threshold: int, provider: Any, **job: Any) -> Any:
-    return run(Job("auto", threshold=threshold, **job), Conversation(messages), Context(provider))
+    job = Job("auto", FullSettings(threshold=threshold), **job)
+    return run(job, Conversation(messages), Context(provider))
 
 
 def micro_only(messages: list[Message]) -> list[Message]:
     copied = copy.deepcopy(messages)
-    micro_compact(copied, 3)
+    micro_in_place(copied, 3)
     return copied
 
 
@@ -895,3 +899,32 @@ def test_auto_with_nothing_to_summarize() -> None:
     outcome = auto(messages, 10, provider)
     assert outcome.full == "nothing" and outcome.over_threshold
     assert outcome.conversation.messages == messages and provider.requests == []
+
+
+# --- a summary cut off at max_tokens (issue 11.4) ------------------------------------------------
+
+
+class CutOffProvider:
+    name = "cut"
+
+    def summarize(self, request: Any) -> str:
+        from compactor_core.errors import SummaryCutOff
+
+        raise SummaryCutOff("cut: the summary was cut off at max_tokens (5)", "目标：修复")
+
+
+def test_a_cut_off_summary_is_kept_and_reported() -> None:
+    result = full_compact(session_zh(), CutOffProvider())
+    assert result.status == "compacted"
+    assert result.summary == "目标：修复"
+    assert result.cut_off is not None and "max_tokens (5)" in str(result.cut_off)
+    outcome = run(Job("full"), Conversation(session_zh()), Context(CutOffProvider()))
+    assert outcome.changed and outcome.error is None
+    assert str(outcome.cut_off) == str(result.cut_off)
+
+
+def test_a_cut_off_summary_fails_when_whole_summaries_are_required() -> None:
+    messages = session_zh()
+    result = full_compact(messages, CutOffProvider(), FullSettings(keep_cut_off=False))
+    assert result.status == "failed" and result.messages is messages
+    assert "cut off at max_tokens" in str(result.error)

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 import pytest
-from helpers import assert_only_tool_results_changed
+from helpers import assert_only_tool_results_changed, micro_in_place
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import STYLES, conversations
@@ -106,7 +106,7 @@ def test_micro_golden(golden) -> None:
         *openai_turn([("c3", "search", "recent 3")]),
         {"role": "user", "content": "继续"},
     ]
-    outcome = micro_compact(messages)
+    outcome = micro_in_place(messages)
     assert outcome == MicroResult(truncated=4, chars_removed=outcome.chars_removed)
     golden("micro.json", json.dumps(messages, ensure_ascii=False, indent=1) + "\n")
     assert results(messages)[:5] == [
@@ -134,7 +134,7 @@ def five_turns() -> list[dict]:
 )
 def test_keep_recent(keep_recent: int, kept: int) -> None:
     messages = five_turns()
-    outcome = micro_compact(messages, keep_recent=keep_recent)
+    outcome = micro_in_place(messages, keep_recent=keep_recent)
     contents = results(messages)
     assert outcome.truncated == 5 - kept
     assert all(is_marker(text) for text in contents[: 5 - kept])
@@ -143,7 +143,7 @@ def test_keep_recent(keep_recent: int, kept: int) -> None:
 
 def test_default_keeps_three_turns() -> None:
     messages = five_turns()
-    micro_compact(messages)
+    micro_in_place(messages)
     assert results(messages) == [
         "[truncated: bash result, 8 chars]",
         "[truncated: bash result, 8 chars]",
@@ -158,7 +158,7 @@ def test_a_run_of_tool_messages_is_one_turn() -> None:
         *openai_turn([("a", "x", "1"), ("b", "y", "22"), ("c", "z", "333")]),
         *openai_turn([("d", "x", "4")]),
     ]
-    micro_compact(messages, keep_recent=1)
+    micro_in_place(messages, keep_recent=1)
     assert results(messages) == [
         "[truncated: x result, 1 chars]",
         "[truncated: y result, 2 chars]",
@@ -187,7 +187,7 @@ def test_a_message_with_several_results_is_one_turn_and_all_go() -> None:
         *anthropic_turn("c", "bash", "kept"),
     ]
     assert tool_result_turns(messages) == [[1], [3]]
-    micro_compact(messages, keep_recent=1)
+    micro_in_place(messages, keep_recent=1)
     assert messages[1]["content"] == [
         {"type": "tool_result", "tool_use_id": "a", "content": "[truncated: read result, 2 chars]"},
         {"type": "text", "text": "and also"},
@@ -203,7 +203,7 @@ def test_tool_result_in_any_role_counts() -> None:
             "content": [{"type": "tool_result", "tool_use_id": "a", "content": "x"}],
         },
     ]
-    micro_compact(messages, keep_recent=0)
+    micro_in_place(messages, keep_recent=0)
     assert results(messages) == ["[truncated: n result, 1 chars]"]
 
 
@@ -219,7 +219,7 @@ def test_unknown_id_gives_unknown() -> None:
         {"role": "tool", "tool_call_id": "nobody", "content": "y"},
         {"role": "user", "content": [{"type": "tool_result", "content": "no id at all"}]},
     ]
-    micro_compact(messages, keep_recent=0)
+    micro_in_place(messages, keep_recent=0)
     assert [MARKER.fullmatch(text)["tool"] for text in results(messages)] == ["unknown"] * 3
 
 
@@ -231,7 +231,7 @@ def test_ids_that_are_not_strings_give_unknown() -> None:
         {"role": "tool", "tool_call_id": {"k": 1}, "content": "y"},
         {"role": "tool", "tool_call_id": 7, "content": "z"},
     ]
-    assert micro_compact(messages, keep_recent=0).truncated == 3
+    assert micro_in_place(messages, keep_recent=0).truncated == 3
     assert results(messages) == [
         "[truncated: unknown result, 1 chars]",
         "[truncated: unknown result, 1 chars]",
@@ -246,13 +246,13 @@ def test_repeated_id_last_one_wins() -> None:
         *anthropic_turn("other", "x", "kept"),
     ]
     assert tool_names(messages)["same"] == "last"
-    micro_compact(messages, keep_recent=1)
+    micro_in_place(messages, keep_recent=1)
     assert results(messages)[0] == "[truncated: last result, 3 chars]"
 
 
 def test_tool_name_that_is_not_a_string_gives_unknown() -> None:
     messages = anthropic_turn("a", None, "x")  # type: ignore[arg-type]
-    micro_compact(messages, keep_recent=0)
+    micro_in_place(messages, keep_recent=0)
     assert results(messages) == ["[truncated: unknown result, 1 chars]"]
 
 
@@ -267,7 +267,7 @@ def test_only_the_content_key_is_replaced() -> None:
     ]
     messages[-1].update({"name": "search", "extra": {"k": "v"}})
     before = copy.deepcopy(messages)
-    micro_compact(messages, keep_recent=0)
+    micro_in_place(messages, keep_recent=0)
     block = messages[1]["content"][0]
     assert block == {
         "type": "tool_result",
@@ -288,9 +288,9 @@ def test_only_the_content_key_is_replaced() -> None:
 
 def test_marker_is_idempotent_and_never_recounted() -> None:
     messages = five_turns()
-    micro_compact(messages, keep_recent=0)
+    micro_in_place(messages, keep_recent=0)
     once = copy.deepcopy(messages)
-    assert micro_compact(messages, keep_recent=0) == MicroResult(0, 0)
+    assert micro_in_place(messages, keep_recent=0) == MicroResult(0, 0)
     assert messages == once
 
 
@@ -301,7 +301,7 @@ def test_exclude_tool_and_min_chars() -> None:
         *anthropic_turn("c", "bash", "short"),
         *anthropic_turn("d", "bash", None),
     ]
-    micro_compact(messages, keep_recent=0, exclude_tools={"read_file"}, min_chars=6)
+    micro_in_place(messages, keep_recent=0, exclude_tools={"read_file"}, min_chars=6)
     assert results(messages) == [
         "r" * 50,
         "[truncated: bash result, 50 chars]",
@@ -312,21 +312,21 @@ def test_exclude_tool_and_min_chars() -> None:
 
 def test_defaults_truncate_empty_and_null_results() -> None:
     messages = [*anthropic_turn("a", "x", ""), *anthropic_turn("b", "y", None)]
-    micro_compact(messages, keep_recent=0)
+    micro_in_place(messages, keep_recent=0)
     assert results(messages) == ["[truncated: x result, 0 chars]", "[truncated: y result, 0 chars]"]
 
 
 def test_result_counts() -> None:
     messages = [*anthropic_turn("a", "x", "1234567890" * 10), *anthropic_turn("b", "y", "kept")]
-    outcome = micro_compact(messages, keep_recent=1)
+    outcome = micro_in_place(messages, keep_recent=1)
     assert outcome.truncated == 1
     assert outcome.chars_removed == 100 - len("[truncated: x result, 100 chars]")
 
 
 def test_nothing_to_do() -> None:
     messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
-    assert micro_compact(messages, keep_recent=0) == MicroResult(0, 0)
-    assert micro_compact([], keep_recent=0) == MicroResult(0, 0)
+    assert micro_in_place(messages, keep_recent=0) == MicroResult(0, 0)
+    assert micro_in_place([], keep_recent=0) == MicroResult(0, 0)
 
 
 # --- properties ----------------------------------------------------------------------------------
@@ -339,7 +339,7 @@ def test_micro_changes_nothing_but_tool_result_contents(style: str, data: st.Dat
     messages = data.draw(conversations(style=style))
     keep_recent = data.draw(st.integers(-2, 6))
     before = copy.deepcopy(messages)
-    micro_compact(messages, keep_recent=keep_recent)
+    micro_in_place(messages, keep_recent=keep_recent)
     assert_only_tool_results_changed(before, messages)
     systems = [m for m in messages if m.get("role") == "system"]
     assert systems == [m for m in before if m.get("role") == "system"]
@@ -353,16 +353,16 @@ def test_micro_is_idempotent(style: str, data: st.DataObject) -> None:
     keep_recent = data.draw(st.integers(-2, 6))
     exclude = data.draw(st.sets(st.sampled_from(["bash", "Grep", "工具"]), max_size=2))
     min_chars = data.draw(st.sampled_from([0, 0, 5, 40]))
-    micro_compact(messages, keep_recent, exclude, min_chars)
+    micro_in_place(messages, keep_recent, exclude, min_chars)
     once = copy.deepcopy(messages)
-    assert micro_compact(messages, keep_recent, exclude, min_chars).truncated == 0
+    assert micro_in_place(messages, keep_recent, exclude, min_chars).truncated == 0
     assert messages == once
 
 
 @given(conversations(), st.integers(1, 6))
 def test_the_newest_turns_are_kept_whole(messages: list[dict], keep_recent: int) -> None:
     before = copy.deepcopy(messages)
-    micro_compact(messages, keep_recent=keep_recent)
+    micro_in_place(messages, keep_recent=keep_recent)
     for turn in tool_result_turns(before)[-keep_recent:]:
         for index in turn:
             assert messages[index] == before[index]
@@ -370,5 +370,37 @@ def test_the_newest_turns_are_kept_whole(messages: list[dict], keep_recent: int)
 
 @given(conversations())
 def test_keep_recent_zero_leaves_no_result_unmarked(messages: list[dict]) -> None:
-    micro_compact(messages, keep_recent=0)
+    micro_in_place(messages, keep_recent=0)
     assert all(is_marker(value) for value in results(messages))
+
+
+@pytest.mark.parametrize("content", [True, {"rows": 2, "ok": None}, 12.5, "x"])
+@pytest.mark.parametrize("compat", [False, True])
+def test_any_json_value_is_a_tool_result(content: Any, compat: bool) -> None:
+    """SPEC §2 (issue 11.3): accepted, measured as its JSON text, truncated, serialized."""
+    from compactor_core.bareagent import serialize as reference_serialize
+    from compactor_core.estimate import estimate
+    from compactor_core.formats import dumps, parse
+    from compactor_core.serialize import serialize
+
+    messages = anthropic_turn("t1", "db", content) + anthropic_turn("t2", "db", "new")
+    conversation = parse(dumps(messages), "f.json")
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    assert f"[tool_result:db] {text}" in (reference_serialize if compat else serialize)(messages)
+    if not compat:
+        as_text = anthropic_turn("t1", "db", text) + anthropic_turn("t2", "db", "new")
+        assert estimate(messages) == estimate(as_text)
+    micro_in_place(conversation.messages, keep_recent=1, compat=compat)
+    assert results(conversation.messages)[0] == f"[truncated: db result, {len(text)} chars]"
+
+
+def test_micro_compact_returns_a_new_list_and_leaves_its_input_alone() -> None:
+    from compactor_core.settings import Settings
+
+    messages = five_turns()
+    before = copy.deepcopy(messages)
+    compacted, outcome = micro_compact(messages, Settings(keep_recent=1))
+    assert messages == before
+    assert outcome.truncated == 4 and results(compacted)[:4] != results(messages)[:4]
+    assert compacted[0] is messages[0]  # what does not change is shared, not copied
+    assert compacted[-1] is messages[-1]  # the kept turn too

@@ -10,6 +10,7 @@ import copy
 import json
 from typing import Any
 
+from helpers import micro_in_place
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import conversations, json_values, texts
@@ -17,7 +18,6 @@ from strategies import conversations, json_values, texts
 from compactor_core.errors import InputError
 from compactor_core.estimate import breakdown, estimate
 from compactor_core.formats import dump, parse
-from compactor_core.micro import micro_compact
 
 KEYS = [
     "role",
@@ -86,8 +86,8 @@ def exercise(data: bytes) -> None:
     assert parse(out).messages == messages
     for keep_recent in (3, 0):
         copied = copy.deepcopy(messages)
-        micro_compact(copied, keep_recent=keep_recent, exclude_tools={"bash"}, min_chars=2)
-        micro_compact(copied, keep_recent=keep_recent)
+        micro_in_place(copied, keep_recent=keep_recent, exclude_tools={"bash"}, min_chars=2)
+        micro_in_place(copied, keep_recent=keep_recent)
         dump(conversation.with_messages(copied))
 
 

@@ -22,7 +22,6 @@ from support_full import FAILING_PROVIDERS, PREFIX, SEED_ACK, RecordingProvider
 
 from compactor_core.estimate import quarters_to_tokens, text_quarters
 from compactor_core.full import FullSettings, full_compact
-from compactor_core.micro import MicroSettings
 from compactor_core.providers.extractive import ExtractiveSummarizer
 
 Message = dict[str, Any]
@@ -53,10 +52,10 @@ def check_compacted(messages: list[Message], result: list[Message], summary: str
 @given(data=st.data())
 def test_fixed_text_provider(data: st.DataObject) -> None:
     messages = data.draw(st.sampled_from(STYLES).flatmap(full_conversations))
-    micro = MicroSettings(keep_recent=data.draw(keep_recent))
+    micro = FullSettings(lang="zh", keep_recent=data.draw(keep_recent))
     before = copy.deepcopy(messages)
     provider = RecordingProvider("摘要 ok")
-    result = full_compact(messages, provider, FullSettings(lang="zh", micro=micro))
+    result = full_compact(messages, provider, micro)
     assert messages == before
     pending, _ = expected_pending(messages)
     has_source = any(m.get("role") != "system" for i, m in enumerate(messages) if i not in pending)
@@ -82,8 +81,7 @@ def test_extractive_provider(data: st.DataObject) -> None:
     messages = data.draw(st.sampled_from(STYLES).flatmap(full_conversations))
     max_tokens = data.draw(st.sampled_from([50, 300, 2000]))
     before = copy.deepcopy(messages)
-    micro = MicroSettings(data.draw(keep_recent))
-    settings = FullSettings(lang="zh", max_tokens=max_tokens, micro=micro)
+    settings = FullSettings(lang="zh", max_tokens=max_tokens, keep_recent=data.draw(keep_recent))
     result = full_compact(messages, ExtractiveSummarizer(), settings)
     assert messages == before
     if result.status == "compacted":

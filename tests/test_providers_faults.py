@@ -239,13 +239,6 @@ FAULTS = [
         1,
     ),
     Fault(
-        "finish_reason length",
-        (Reply(200, chat("目标：修复登录", finish="length")),),
-        "the summary was cut off at max_tokens (2000): raise --max-tokens",
-        FAILED,
-        1,
-    ),
-    Fault(
         "the content filter",
         (Reply(200, chat("", finish="content_filter")),),
         "withheld by the content filter",
@@ -320,14 +313,6 @@ FAULTS = [
         "(rate_limit_error) (after 3 attempts)",
         RETRYABLE,
         3,
-        provider="anthropic",
-    ),
-    Fault(
-        "Anthropic stop_reason max_tokens",
-        (Reply(200, anthropic_message("目标：修复", stop="max_tokens")),),
-        "the summary was cut off at max_tokens (2000)",
-        FAILED,
-        1,
         provider="anthropic",
     ),
     Fault(
@@ -518,6 +503,35 @@ def test_missing_key_for_the_hosted_service(tmp_path: Path) -> None:
     assert run.stdout == "" and snapshots(run) == []
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_auto_needs_no_key_when_no_summary_is_needed(tmp_path: Path, provider: str) -> None:
+    """Under the threshold auto only micro-compacts: no model is asked, so no key is needed."""
+    args = ["auto", "--provider", provider, "--threshold", "1000000", "--stats"]
+    run = run_ctxpack(tmp_path, args, env=clean_env(tmp_path))
+    assert run.returncode == 0, run.stderr
+    assert run.output[0] == CONVERSATION[0]
+    assert "summary" not in run.stderr and snapshots(run) == []
+
+
+@pytest.mark.parametrize("command", [["auto", "--threshold", "0"], ["full"]])
+def test_a_missing_key_is_78_once_a_summary_is_needed(
+    tmp_path: Path, server: ScriptedServer, command: list[str]
+) -> None:
+    """Over the threshold (or ``full``) the key is checked before any request or snapshot.
+
+    The config file names the key variable, so the scripted server counts as a service that
+    needs one: it must see no request at all.
+    """
+    config = tmp_path / "config.toml"
+    config.write_text(f'[openai]\nbase_url = "{server.url}/v1"\napi_key_env = "MY_KEY"\n')
+    env = clean_env(tmp_path, CTXPACK_CONFIG=str(config))
+    run = run_ctxpack(tmp_path, [*command, "--provider", "openai"], env=env)
+    assert run.returncode == 78
+    assert run.stderr == "ctxpack: no API key for provider 'openai': set MY_KEY\n"
+    assert run.stdout == "" and snapshots(run) == []
+    assert server.requests == []
+
+
 def test_a_base_url_without_a_scheme_is_a_config_error(tmp_path: Path) -> None:
     args = ["full", "--provider", "openai", "--base-url", "localhost:11434/v1"]
     run = run_ctxpack(tmp_path, args, env=clean_env(tmp_path))
@@ -611,7 +625,6 @@ def test_one_client_serves_many_requests(server: ScriptedServer) -> None:
     assert [summarizer.summarize(request) for _ in range(3)] == [SUMMARY] * 3
     assert [r.path for r in server.requests] == ["/v1/chat/completions"] * 3
     assert summarizer.client._client is not None
-    summarizer.client.close()
 
 
 def test_long_server_messages_are_clipped_to_one_line(server: ScriptedServer) -> None:

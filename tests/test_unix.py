@@ -94,13 +94,6 @@ BAD_INPUTS: list[tuple[str, bytes, int, str]] = [
         65,
         "messages[0].tool_calls[0].function",
     ),
-    (
-        "tool result number",
-        b'[{"role":"u"},{"role":"u"},{"role":"u"},{"role":"user","content":'
-        b'[{"type":"text","text":"x"},{"type":"tool_result","content":7}]}]',
-        65,
-        "messages[3].content[1]",
-    ),
     ("envelope message", b'{"model":"m","messages":[{"role":"user"},[]]}', 65, "messages[1]"),
     ("jsonl bad line", b'{"role":"user"}\n{"role":"user"}\n{"role":\n', 65, "line 3"),
     ("jsonl array line", b'{"role":"user"}\n\n[1]\n', 65, "line 3"),
@@ -212,6 +205,46 @@ def test_directory_is_66(tmp_path: Path) -> None:
         assert_one_line_error(result, str(folder), "directory")
 
 
+# Each command suggests only the flags it takes, and only those still missing.
+DIRECTORY_HINTS = [
+    (["estimate"], "add -r/--recursive"),
+    (["estimate", "--summary"], "add -r/--recursive"),
+    (["micro"], "add -r with --in-place or --output-dir"),
+    (["micro", "-r"], "-r needs --in-place or --output-dir"),
+    (["full", "-r"], "-r needs --in-place or --output-dir"),
+    (["micro", "--in-place"], "add -r/--recursive"),
+    (["auto", "--output-dir", "out"], "add -r/--recursive"),
+    (["check"], None),
+]
+
+
+@pytest.mark.parametrize(("args", "hint"), DIRECTORY_HINTS)
+def test_a_directory_error_suggests_the_flags_of_its_command(
+    tmp_path: Path, args: list[str], hint: str | None
+) -> None:
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "a.json").write_bytes(dumps(CHAT))
+    result = run(*args, folder, cwd=tmp_path)
+    assert result.returncode == ExitStatus.NO_INPUT
+    tail = f" ({hint})" if hint else ""
+    assert result.stderr.decode() == f"ctxpack: {folder}: is a directory{tail}\n"
+    assert result.stdout == b""
+
+
+def test_a_directory_among_files_gets_the_hint_and_the_rest_go_on(tmp_path: Path) -> None:
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    good = tmp_path / "a.json"
+    good.write_bytes(dumps(CHAT))
+    result = run("micro", good, folder)
+    assert result.returncode == ExitStatus.NO_INPUT
+    assert result.stderr.decode() == (
+        f"ctxpack: {folder}: is a directory (add -r with --in-place or --output-dir)\n"
+    )
+    assert b"[truncated: bash result" in result.stdout
+
+
 def test_path_through_a_file_is_66(tmp_path: Path) -> None:
     file = tmp_path / "file.json"
     file.write_bytes(b"[]")
@@ -254,6 +287,29 @@ def test_one_bad_file_among_good_ones(tmp_path: Path) -> None:
     assert fingerprint(bad) == before
     for path in good:
         assert b"[truncated: bash result" in path.read_bytes()
+
+
+def test_estimate_goes_on_after_a_bad_file(tmp_path: Path) -> None:
+    """As micro does over several files: the good ones counted, one line, the bad one's status."""
+    good = [tmp_path / "a.json", tmp_path / "c.json"]
+    for path in good:
+        path.write_bytes(dumps(CHAT))
+    tokens = int(run("estimate", good[0]).stdout)
+    bad, missing = tmp_path / "b.json", tmp_path / "missing.json"
+    bad.write_bytes(b'[{"role":"user"},{"role":2}]')
+    result = run("estimate", good[0], bad, good[1])
+    assert result.returncode == ExitStatus.DATA_ERROR
+    assert result.stdout.decode() == f"{tokens}\t{good[0]}\n{tokens}\t{good[1]}\n"
+    assert result.stderr.decode() == (
+        f'ctxpack: {bad}: messages[1]: "role" must be a string, got a number\n'
+    )
+    # the failure decides even when a good file is over the threshold
+    over = run("estimate", "-q", "--over", "0", good[0], missing)
+    assert (over.returncode, over.stdout) == (ExitStatus.NO_INPUT, b"")
+    assert over.stderr.decode() == f"ctxpack: {missing}: no such file\n"
+    mixed = run("estimate", "--json", bad, missing, good[0])
+    assert mixed.returncode == ExitStatus.NOT_OVER  # failures that differ, as in a batch
+    assert [json.loads(line)["file"] for line in mixed.stdout.splitlines()] == [str(good[0])]
 
 
 # --- usage errors --------------------------------------------------------------------------------

@@ -13,18 +13,20 @@ format appends. The file's lines before them stay as they are.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import ProviderError
 from ..estimate import estimate_quarters, quarters_to_tokens
-from ..full import FullSettings, find_pending_turn, full_compact, has_source
-from ..micro import MicroSettings, is_marker, micro_compact
-from ..pipeline import Job
+from ..full import find_pending_turn, full_compact, has_source
+from ..micro import is_marker, micro_compact
+from ..pipeline import Job, default_provider
 from ..providers.base import Summarizer
-from ..tools import tool_result_turns
+from ..settings import Settings
+from ..status import Status
+from ..tools import UNKNOWN_TOOL, tool_result_turns
 from .base import Compaction, Record, ToolResult
 from .session import Session, load_view, pick, piece_quarters, read_record, result_holders
 
@@ -43,7 +45,7 @@ class MicroPlan:
         return any(self.touches(index) for index in session.view_records)
 
 
-def plan_micro(session: Session, settings: MicroSettings) -> MicroPlan:
+def plan_micro(session: Session, settings: Settings) -> MicroPlan:
     infos = session.infos
     skeleton = [
         {
@@ -69,7 +71,7 @@ def plan_micro(session: Session, settings: MicroSettings) -> MicroPlan:
         if index in kept:
             continue
         for result in info.results:
-            tool = session.names.get(result.call_id, "unknown")
+            tool = session.names.get(result.call_id, UNKNOWN_TOOL)
             if _gets_marker(result, tool, settings):
                 records.add(index)
                 if isinstance(result.call_id, str):
@@ -80,23 +82,26 @@ def plan_micro(session: Session, settings: MicroSettings) -> MicroPlan:
         if info.copies and index not in kept and any(call in outputs for call in info.copies)
     )
     results = sum(
-        _gets_marker(result, session.names.get(result.call_id, "unknown"), settings)
+        _gets_marker(result, session.names.get(result.call_id, UNKNOWN_TOOL), settings)
         for index in records
         for result in infos[index].results
     )
     return MicroPlan(frozenset(records), outputs, copies, results)
 
 
-def _gets_marker(result: ToolResult, tool: str, settings: MicroSettings) -> bool:
+def _gets_marker(result: ToolResult, tool: str, settings: Settings) -> bool:
     """The conditions of SPEC §2 for one result of an old turn (the core applies them again)."""
     if result.is_marker or tool in settings.exclude_tools:
         return False
     return result.chars >= settings.min_chars
 
 
-def micro_change(session: Session, plan: MicroPlan, settings: MicroSettings):
+def micro_change(session: Session, plan: MicroPlan, settings: Settings):
     """The change pass 2 makes to record ``index`` (returns whether it changed it)."""
     agent_format = session.format
+    # The plan chose the records; within one, every result the rules allow gets the marker, by
+    # the default profile's rules (a session file is never a BareAgent conversation).
+    every_result = replace(settings, keep_recent=0, compat=False)
 
     def change(index: int, record: Record) -> bool:
         changed = False
@@ -113,12 +118,16 @@ def micro_change(session: Session, plan: MicroPlan, settings: MicroSettings):
                     if call_id in session.names
                 ],
             }
-            micro_compact([asked, *messages], 0, settings.exclude_tools, settings.min_chars)
+            compacted = micro_compact([asked, *messages], every_result)[0][1:]
             truncated = {
-                call_id: session.names.get(call_id, "unknown")
-                for (call_id, holder), was in zip(holders, before, strict=True)
+                call_id: session.names.get(call_id, UNKNOWN_TOOL)
+                for (call_id, holder), was in zip(result_holders(compacted), before, strict=True)
                 if not was and is_marker(holder.get("content"))
             }
+            for message, now in zip(messages, compacted, strict=True):
+                if now is not message:  # the format's messages may be the record's own dicts
+                    message.clear()
+                    message.update(now)
             if truncated:
                 agent_format.store(record, messages, truncated)
                 changed = True
@@ -155,7 +164,7 @@ class SessionOutcome:
     touched: frozenset[int] = frozenset()  # the records ``change`` may change
     append: list[Record] = field(default_factory=list)
     truncated: int = 0  # tool results that get the marker
-    full: str = "not run"  # compacted | nothing | failed | would run | not run
+    full: Status = Status.NOT_RUN
     error: ProviderError | None = None
     tokens_before: int | None = None  # the view's estimate (None: not measured)
     tokens_after: int | None = None
@@ -182,7 +191,7 @@ def run_session(
     handle: BinaryIO, session: Session, job: Job, around: Surroundings = Surroundings()
 ) -> SessionOutcome:
     """What ``job`` (micro, full or auto) does to the session; nothing is written here."""
-    settings = job.micro if job.command != "full" else job.full.micro
+    settings = job.settings
     plan = plan_micro(session, settings)
     change = micro_change(session, plan, settings)
     before = session.tokens if session.measured else None
@@ -191,22 +200,29 @@ def run_session(
         if plan.touches_view(session) and session.measured:
             after = view_tokens_after(handle, session, plan, change)
         outcome = SessionOutcome(
-            change, plan.records | plan.copies, [], plan.results, "not run", None, before, after
+            change,
+            plan.records | plan.copies,
+            [],
+            plan.results,
+            Status.NOT_RUN,
+            None,
+            before,
+            after,
         )
-        if job.command == "micro" or (after or 0) <= job.threshold:
+        if job.command == "micro" or (after or 0) <= settings.threshold:
             return outcome
     else:
         outcome = SessionOutcome(tokens_before=before, tokens_after=before)
-    outcome = _full(handle, session, job.full, plan, change, around, outcome)
-    if job.command == "auto" and outcome.error is None and outcome.full != "would run":
-        outcome.over_threshold = (outcome.tokens_after or 0) > job.threshold
+    outcome = _full(handle, session, settings, plan, change, around, outcome)
+    if job.command == "auto" and outcome.error is None and outcome.full != Status.WOULD_RUN:
+        outcome.over_threshold = (outcome.tokens_after or 0) > settings.threshold
     return outcome
 
 
 def _full(
     handle: BinaryIO,
     session: Session,
-    settings: FullSettings,
+    settings: Settings,
     plan: MicroPlan,
     change: Callable[[int, Record], bool],
     around: Surroundings,
@@ -219,13 +235,11 @@ def _full(
     in_view = load_view(handle, session, micro_first)  # old results: markers, little memory
     pending = find_pending_turn(in_view, settings.compat)
     if around.dry_run:
-        outcome.full = "would run" if has_source(in_view, pending) else "nothing"
+        outcome.full = Status.WOULD_RUN if has_source(in_view, pending) else Status.NOTHING
         return outcome
-    if around.provider is None:
-        raise ValueError("full compaction needs a provider")
-    result = full_compact(in_view, around.provider, settings)
+    result = full_compact(in_view, around.provider or default_provider(), settings)
     outcome.full, outcome.error = result.status, result.error
-    if result.status != "compacted" or result.summary is None:
+    if result.status != Status.COMPACTED or result.summary is None:
         return outcome
     pending_records = [
         (read_record(handle, session.infos[index], session.source), part)

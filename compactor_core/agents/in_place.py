@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from ..atomic import atomic_write_chunks
-from ..errors import InputUnreadable, OutputError, SessionInUse
+from ..errors import InputUnreadable, IsADirectory, OutputError, SessionInUse
 from ..files import InPlace
 from ..pipeline import Job
 from ..providers.base import Summarizer
@@ -68,12 +68,12 @@ def open_file(path: Path, label: str) -> BinaryIO:
     except FileNotFoundError:
         raise InputUnreadable(f"{label}: no such file") from None
     except IsADirectoryError:
-        raise InputUnreadable(f"{label}: is a directory (add --recursive)") from None
+        raise IsADirectory(f"{label}: is a directory") from None
     except OSError as error:
         raise InputUnreadable(f"{label}: cannot read: {error.strerror}") from None
     if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
         handle.close()
-        raise InputUnreadable(f"{label}: is a directory (add --recursive)")
+        raise IsADirectory(f"{label}: is a directory")
     return handle
 
 

@@ -2,9 +2,9 @@
 
 The system prompt goes in ``system``, the key in ``x-api-key``, the protocol version in
 ``anthropic-version``. The summary is every ``text`` block of ``content`` joined (thinking and
-other blocks are skipped). ``stop_reason: "refusal"`` is a failure, and so is ``"max_tokens"`` (or
-``"model_context_window_exceeded"``): a summary cut off at its end is not used, for the reason
-given in :mod:`.openai`. Error bodies (``{"type": "error", "error": {"type", "message"}}``), 529
+other blocks are skipped). ``stop_reason: "refusal"`` is a failure; a summary that stopped at
+``"max_tokens"`` (or ``"model_context_window_exceeded"``) is kept with a warning, as in
+:mod:`.openai`. Error bodies (``{"type": "error", "error": {"type", "message"}}``), 529
 ``overloaded_error`` included, are handled in :mod:`.http`.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import ProviderError
 from .base import SummaryRequest
 from .http import JsonClient, api_key, summary_of
-from .registry import ProviderSettings
+from .settings import ProviderSettings
 
 API_VERSION = "2023-06-01"
 CUT_OFF = frozenset({"max_tokens", "model_context_window_exceeded"})
@@ -24,11 +24,16 @@ CUT_OFF = frozenset({"max_tokens", "model_context_window_exceeded"})
 class AnthropicSummarizer:
     name = "anthropic"
 
-    def __init__(self, settings: ProviderSettings, client: JsonClient | None = None) -> None:
+    def __init__(
+        self, settings: ProviderSettings, client: JsonClient | None = None, **options: Any
+    ) -> None:
         key = api_key(settings)
         headers = {"anthropic-version": API_VERSION, **({"x-api-key": key} if key else {})}
         self.model = settings.model
-        self.client = client or JsonClient(self.name, settings, headers)
+        self.client = client or JsonClient(self.name, settings, headers, **options)
+
+    def ready(self) -> None:
+        self.client.ready()
 
     def summarize(self, request: SummaryRequest) -> str:
         body = {

@@ -28,3 +28,15 @@ class Summarizer(Protocol):
     name: str
 
     def summarize(self, request: SummaryRequest) -> str: ...
+
+
+def check_ready(provider: Summarizer) -> None:
+    """Raise ConfigError if ``provider`` cannot be asked at all (a hosted service without its key).
+
+    Called once a summary is known to be needed, before the snapshot and the prompt are made, so
+    that a missing key costs nothing and is reported as the configuration error it is. A
+    provider without a ``ready`` method is always ready.
+    """
+    ready = getattr(provider, "ready", None)
+    if ready is not None:
+        ready()

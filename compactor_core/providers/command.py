@@ -26,8 +26,9 @@ import subprocess
 from collections.abc import Mapping
 
 from ..errors import ConfigError, ProviderError, RetryableProviderError
+from ..text import clip
 from .base import SummaryRequest
-from .registry import ProviderSettings
+from .settings import ProviderSettings
 
 SYSTEM_PROMPT_VARIABLE = "CTXPACK_SYSTEM_PROMPT"
 STDERR_CHARS = 200
@@ -131,8 +132,7 @@ def _last_line(stderr: bytes) -> str:
     lines = [line for line in lines if line]
     if not lines:
         return ""
-    line = lines[-1]
-    return ": " + (line if len(line) <= STDERR_CHARS else line[: STDERR_CHARS - 1] + "…")
+    return ": " + clip(lines[-1], STDERR_CHARS)
 
 
 def _reason(error: BaseException) -> str:

@@ -26,11 +26,11 @@ from ..estimate import estimate, quarters_to_tokens, text_quarters
 from ..formats import Message
 from ..micro import is_marker
 from ..prompts import SUMMARY_PREFIX
+from ..text import clip
 from ..tools import UNKNOWN_TOOL, blocks, is_block
 from .base import SummaryRequest
 from .worklog import (
     Call,
-    clip,
     command_of,
     error_line,
     failed,

@@ -35,8 +35,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, ProviderError, RetryableProviderError
-from .registry import ProviderSettings
+from ..errors import ConfigError, ProviderError, RetryableProviderError, SummaryCutOff
+from ..text import clip
+from .settings import ProviderSettings
 
 if TYPE_CHECKING:
     import httpx
@@ -62,6 +63,7 @@ class _Failure:
     retryable: bool
     retry_after: float | None = None  # what the server asked for, in seconds
     again_now: bool = True  # retryable later, but not within this run (a slow model)
+    status: int | None = None  # the HTTP status, when the server replied
 
 
 @dataclass
@@ -95,13 +97,19 @@ class JsonClient:
         self.attempts = 0  # requests sent, retries included: for reports and tests
         self._headers = dict(headers)
         self._secrets = secret_forms(settings)
+        self._check_key = settings.check_key
         self._sleep, self._now, self._jitter = sleep, now, jitter
         self._transport = transport
         self._client: httpx.Client | None = None
         self._client_lock = threading.Lock()
 
+    def ready(self) -> None:
+        """Raise ConfigError if the API cannot be asked at all: a hosted service without its key."""
+        self._check_key()
+
     def post_json(self, path: str, body: Mapping[str, Any]) -> Any:
         """The decoded JSON reply to ``POST {base_url}{path}``; raise ProviderError on failure."""
+        self.ready()  # nothing is sent without the key a hosted service needs
         content = _encode(body)
         for retry in itertools.count():
             outcome = self._attempt(path, content)
@@ -113,22 +121,19 @@ class JsonClient:
     def _wait_before_retry(self, failure: _Failure, retry: int) -> float:
         """Seconds to wait before trying again; raise the failure when there is no again."""
         if not failure.retryable:
-            raise ProviderError(self._say(failure.cause))
+            raise ProviderError(self._say(failure.cause), failure.status)
         if retry >= self.retries or not failure.again_now:
             tries = f" (after {retry + 1} attempts)" if retry else ""
-            raise RetryableProviderError(self._say(failure.cause + tries))
+            raise RetryableProviderError(self._say(failure.cause + tries), failure.status)
         if failure.retry_after is not None:
             if failure.retry_after > MAX_RETRY_AFTER:
                 asked = f"the server asks to retry after {failure.retry_after:.0f} s"
-                raise RetryableProviderError(self._say(f"{failure.cause} ({asked})"))
+                raise RetryableProviderError(
+                    self._say(f"{failure.cause} ({asked})"), failure.status
+                )
             return failure.retry_after
         backoff = min(BACKOFF_MAX, BACKOFF_FIRST * 2**retry)
         return backoff / 2 + self._jitter() * backoff / 2  # equal jitter
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
 
     # --- one attempt -----------------------------------------------------------------------------
 
@@ -187,7 +192,7 @@ class JsonClient:
         retryable = status in RETRYABLE_STATUSES or status >= 500
         if status == 429 and _quota_exhausted(data):
             retryable = False  # waiting will not help before the quota is raised
-        return _Failure(cause, retryable, retry_after(response.headers, self._now))
+        return _Failure(cause, retryable, retry_after(response.headers, self._now), status=status)
 
     def _text(self, response: httpx.Response) -> str:
         """The body as text, the key scrubbed out before anything can clip it in two."""
@@ -236,11 +241,6 @@ def one_line(text: str, secrets: tuple[str, ...] = ()) -> str:
     return " ".join(scrub(text, secrets).split())
 
 
-def clip(text: str, limit: int = MESSAGE_CHARS) -> str:
-    text = " ".join(text[: limit * 4].split())  # a 10 MB error page is not split whole
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 # --- what replies say ---------------------------------------------------------------------------
 
 
@@ -254,22 +254,20 @@ def summary_of(
 ) -> str:
     """The summary in a reply, exactly as the model wrote it; ProviderError if there is none.
 
-    A summary cut off at ``max_tokens`` is refused, not used: it would replace the whole history
-    and most likely lose its end — the next steps, the part a resumed agent needs first. The
-    input comes back unchanged instead, and the message says which setting to raise.
+    A summary cut off at ``max_tokens`` is raised as SummaryCutOff, which carries it: full
+    compaction keeps it with a warning (it is still a summary), unless whole summaries are required.
     """
     if isinstance(refusal, str) and refusal.strip():
         raise ProviderError(f"{label}: the model refused: {clip(refusal, 160)}")
     if refusal is True:
         raise ProviderError(f"{label}: the model refused to summarize")
-    if cut_off:
-        raise ProviderError(
-            f"{label}: the summary was cut off at max_tokens ({max_tokens}): raise --max-tokens"
-        )
     if text is not None and not isinstance(text, str):
         raise ProviderError(f"{label}: the reply's text is {type(text).__name__}, not a string")
+    cut = f"the summary was cut off at max_tokens ({max_tokens}): raise --max-tokens"
     if not text or not text.strip():
-        raise ProviderError(f"{label}: the reply is empty")
+        raise ProviderError(f"{label}: {cut if cut_off else 'the reply is empty'}")
+    if cut_off:
+        raise SummaryCutOff(f"{label}: {cut}", text)
     return text
 
 
@@ -289,14 +287,14 @@ def error_message(data: Any) -> str | None:
     if isinstance(error, dict):
         message = error.get("message")
         kind = error.get("type") or error.get("code")
-        text = clip(str(message)) if message else "no message"
+        text = clip(str(message), MESSAGE_CHARS) if message else "no message"
         return f"{text} ({kind})" if isinstance(kind, str) and kind else text
     if isinstance(error, str) and error:
-        return clip(error)
+        return clip(error, MESSAGE_CHARS)
     if data.get("type") == "error" or data.get("object") == "error":
-        return clip(str(data.get("message") or "no message"))
+        return clip(str(data.get("message") or "no message"), MESSAGE_CHARS)
     if "detail" in data and len(data) == 1:
-        return clip(str(data["detail"]))
+        return clip(str(data["detail"]), MESSAGE_CHARS)
     return None
 
 

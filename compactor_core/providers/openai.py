@@ -3,10 +3,9 @@ OpenRouter serve it (SPEC §7): ``POST {base_url}/chat/completions``.
 
 The reply is read defensively. A summary is used only when the first choice holds non-empty text
 and the model stopped on its own: a ``refusal``, ``finish_reason: "content_filter"``, missing
-choices, an empty or ``null`` content, and ``finish_reason: "length"`` are all failures. A summary
-cut off at ``max_tokens`` is not used because it would replace the whole history and most likely
-lose its end (the next steps, what a resumed agent needs first); the input comes back unchanged and
-the warning says to raise ``--max-tokens``.
+choices, an empty or ``null`` content are failures. A summary cut off at ``max_tokens``
+(``finish_reason: "length"``) is still a summary: it is kept with a warning that says to raise
+``--max-tokens`` (``--strict`` refuses it).
 """
 
 from __future__ import annotations
@@ -16,17 +15,22 @@ from typing import Any
 from ..errors import ProviderError
 from .base import SummaryRequest
 from .http import JsonClient, api_key, summary_of
-from .registry import ProviderSettings
+from .settings import ProviderSettings
 
 
 class OpenAISummarizer:
     name = "openai"
 
-    def __init__(self, settings: ProviderSettings, client: JsonClient | None = None) -> None:
+    def __init__(
+        self, settings: ProviderSettings, client: JsonClient | None = None, **options: Any
+    ) -> None:
         key = api_key(settings)
         headers = {"authorization": f"Bearer {key}"} if key else {}
         self.model = settings.model
-        self.client = client or JsonClient(self.name, settings, headers)
+        self.client = client or JsonClient(self.name, settings, headers, **options)
+
+    def ready(self) -> None:
+        self.client.ready()
 
     def summarize(self, request: SummaryRequest) -> str:
         body = {

@@ -1,61 +1,42 @@
-"""Provider settings, and building a provider from them.
+"""The providers, in one table: the CLI's ``--provider`` choices come from it (SPEC §7).
 
-Settings are plain frozen data so they can travel to batch worker processes; the API key is kept
-out of their ``repr`` so it cannot leak into a log line or an error message.
+Each provider's module is imported only when it is built, so a run that never summarizes never
+pays for httpx.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import importlib
+from typing import Any
 
 from ..errors import ConfigError
 from .base import Summarizer
+from .settings import ProviderSettings
 
-PROVIDERS = ("extractive", "openai", "anthropic", "command")
-KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-DEFAULT_BASE_URLS = {
-    "openai": "https://api.openai.com/v1",
-    "anthropic": "https://api.anthropic.com",
+__all__ = ["PROVIDERS", "ProviderSettings", "build_provider"]
+
+# name -> (module, class); a class takes the settings, network ones also JsonClient's options.
+PROVIDERS: dict[str, tuple[str, str]] = {
+    "extractive": ("extractive", "ExtractiveSummarizer"),
+    "openai": ("openai", "OpenAISummarizer"),
+    "anthropic": ("anthropic", "AnthropicSummarizer"),
+    "command": ("command", "CommandSummarizer"),
 }
-DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
 
 
-@dataclass(frozen=True)
-class ProviderSettings:
-    name: str = "extractive"
-    model: str | None = None
-    base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    key_variable: str | None = None  # where the key came from, for error messages
-    timeout: float = 60.0
-    retries: int = 2
-    command: str | None = None
-    # What a command provider's program runs in (CTXPACK_SYSTEM_PROMPT is added): the CLI passes
-    # its own environment, as a shell would; the core never reads the process's. None: empty.
-    environment: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
+def build_provider(settings: ProviderSettings, **client: Any) -> Summarizer:
+    """The provider the settings name; raise ConfigError if they do not make a usable one.
 
-    @property
-    def is_network(self) -> bool:
-        return self.name in KEY_VARIABLES
-
-
-def build_provider(settings: ProviderSettings) -> Summarizer:
-    """The provider the settings name; raise ConfigError if they do not make a usable one."""
+    ``client`` goes to a network provider's JsonClient (``transport``, ``sleep``, ...), so tests
+    can hand it an ``httpx.MockTransport`` and a clock that does not wait.
+    """
+    if settings.name not in PROVIDERS:
+        choices = ", ".join(PROVIDERS)
+        raise ConfigError(f"unknown provider {settings.name!r}: choose one of {choices}")
+    module, name = PROVIDERS[settings.name]
+    summarizer = getattr(importlib.import_module(f"{__package__}.{module}"), name)
     if settings.name == "extractive":
-        from .extractive import ExtractiveSummarizer
-
-        return ExtractiveSummarizer()
-    if settings.name == "openai":
-        from .openai import OpenAISummarizer
-
-        return OpenAISummarizer(settings)
-    if settings.name == "anthropic":
-        from .anthropic import AnthropicSummarizer
-
-        return AnthropicSummarizer(settings)
-    if settings.name == "command":
-        from .command import CommandSummarizer
-
-        return CommandSummarizer(settings)
-    raise ConfigError(f"unknown provider {settings.name!r}: choose one of {', '.join(PROVIDERS)}")
+        return summarizer()
+    if settings.is_network:
+        return summarizer(settings, **client)
+    return summarizer(settings)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..micro import is_marker
+from ..text import clip
 
 PATH_KEYS = frozenset({"path", "file_path", "filename", "notebook_path", "filepath", "paths"})
 WRITING_TOOL = re.compile(r"(?i)edit|write|create|replace|patch|insert|move|delete|rm\b|notebook")
@@ -206,8 +207,3 @@ def _change(old: str, new: str, label: dict[str, str]) -> str:
     if removed:
         return f"{label['removed']} “{clip(removed[0], GIST_CHARS)}”"
     return label["whitespace"]
-
-
-def clip(text: str, limit: int) -> str:
-    text = " ".join(text.split()) if "\n" in text else text
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,108 @@
+"""compactor_core used from Python (issue 11.1): one entry point, frozen settings, no mutation."""
+
+from __future__ import annotations
+
+import copy
+import doctest
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support_full import RecordingProvider, session_zh
+
+import compactor_core
+from compactor_core import Settings, Status, compact, run
+from compactor_core.errors import InputError, ProviderError
+from compactor_core.formats import Conversation, parse
+from compactor_core.pipeline import Job
+
+
+def test_the_module_doctest_runs() -> None:
+    assert doctest.testmod(compactor_core).failed == 0
+
+
+def test_the_readme_example(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example of README "Use it from Python", as it is printed there."""
+    monkeypatch.chdir(Path(__file__).parent.parent)
+    import json
+
+    from compactor_core import Settings, compact, estimate_tokens
+
+    with open("examples/session.json", encoding="utf-8") as file:
+        messages = json.load(file)
+    smaller = compact(messages, "auto", Settings(threshold=1000))
+    print(estimate_tokens(messages), "->", estimate_tokens(smaller))
+
+    assert estimate_tokens(smaller) < estimate_tokens(messages) / 2
+    assert smaller[-1] == messages[-1]  # the pending request comes back last
+
+
+def test_everything_in_all_is_importable() -> None:
+    assert sorted(compactor_core.__all__) == sorted([*compactor_core._EXPORTS, "compact"])
+    for name in compactor_core.__all__:
+        assert hasattr(compactor_core, name), name
+
+
+def test_importing_the_package_loads_nothing_else() -> None:
+    """The CLI imports it at start-up (for its defaults): the core loads on first use."""
+    code = (
+        "import sys, compactor_core.defaults; "
+        "print(sorted(m for m in sys.modules if m.startswith('compactor_core')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['compactor_core', 'compactor_core.defaults']"
+
+
+@pytest.mark.parametrize("mode", ["micro", "full", "auto"])
+def test_compact_never_modifies_its_input(mode: str) -> None:
+    messages = session_zh()
+    before = copy.deepcopy(messages)
+    compact(messages, mode, Settings(keep_recent=0, threshold=0))
+    assert messages == before
+
+
+def test_auto_without_a_provider_uses_the_extractive_one() -> None:
+    example = Path(__file__).parent.parent / "examples" / "session.json"
+    outcome = run(Job("auto", Settings(threshold=0)), parse(example.read_bytes()))
+    assert outcome.full is Status.COMPACTED
+    assert outcome.conversation.messages[1]["content"].startswith("[Context Compressed]\n")
+
+
+def test_keep_recent_reaches_the_summarizer() -> None:
+    """One setting, one place: what micro keeps is what the summarizer sees."""
+    provider = RecordingProvider()
+    compact(session_zh(), "auto", Settings(keep_recent=0, threshold=0), provider)
+    assert "[truncated:" in provider.request.user
+    assert "[tool_result:bash] FAILED" not in provider.request.user
+
+
+def test_settings_are_frozen() -> None:
+    with pytest.raises(AttributeError):
+        Settings().keep_recent = 1  # type: ignore[misc]
+
+
+def test_an_input_error_carries_its_path_and_place() -> None:
+    with pytest.raises(InputError) as caught:
+        parse(b'[{"role": "user"}, {"role": "user", "content": 5}]', "f.json")
+    assert (caught.value.path, caught.value.place) == ("f.json", "messages[1].content")
+
+
+def test_a_provider_error_carries_the_http_status() -> None:
+    import httpx
+
+    from compactor_core.providers.registry import ProviderSettings, build_provider
+
+    transport = httpx.MockTransport(lambda request: httpx.Response(400, json={"error": "no"}))
+    settings = ProviderSettings("openai", "m", "http://127.0.0.1:9/v1", retries=0)
+    provider = build_provider(settings, transport=transport)
+    provider_result = compact(session_zh(), "full", provider=provider)
+    assert provider_result == session_zh()
+    outcome = run(Job("full"), Conversation(session_zh()), compactor_core.Context(provider))
+    assert isinstance(outcome.error, ProviderError) and outcome.error.status_code == 400
+
+
+def test_the_providers_import_without_a_cycle() -> None:
+    for module in ("http", "openai", "anthropic", "command", "registry"):
+        code = f"import compactor_core.providers.{module}"
+        subprocess.run([sys.executable, "-c", code], check=True)
