@@ -199,7 +199,11 @@ def test_a_worker_killed_mid_task_loses_nothing(fs: Any, cluster: Cluster) -> No
     os.kill(pid, signal.SIGKILL)
     _, stderr = batch.communicate(timeout=180)
     assert batch.returncode == 0, stderr
-    assert summary(stderr.decode())[:3] == (320, 320, 0)
+    # A chunk the dead worker had begun is done again elsewhere: the outputs it had already
+    # written whole are current and skipped, the rest are written. Every file is done once.
+    files_seen, changed, failed = summary(stderr.decode())[:3]
+    assert (files_seen, failed) == (320, 0)
+    assert changed + skipped(stderr) == 320, stderr
     assert objects(fs, "killed/out") == expected_micro(files)
     cluster.add_worker()  # for the tests after this one
     cluster.wait_for_workers(2)
