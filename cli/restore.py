@@ -186,9 +186,9 @@ def _when(snapshot: Snapshot) -> str:
 
 def _print(store: SnapshotStore, session_id: str, choice: Choice, pretty: bool) -> None:
     from compactor_core.formats import dumps, parse
-    from compactor_core.restore import choose
+    from compactor_core.restore import choose, session_snapshots
 
-    snapshot = choose(store.select(session_id), choice, f"session {session_id!r}")
+    snapshot = choose(session_snapshots(store, session_id), choice, f"session {session_id!r}")
     data = snapshot.read()
     if snapshot.shape in _MESSAGE_SHAPES:
         data = dumps(parse(data, str(snapshot.path)).messages, pretty) + b"\n"

@@ -53,6 +53,23 @@ def choose(candidates: Sequence[Snapshot], choice: Choice, what: str) -> Snapsho
     return kind[choice.nth - 1]
 
 
+def session_snapshots(store: SnapshotStore, session_id: str) -> list[Snapshot]:
+    """The snapshots of a session, newest first; a session with none is an error that names
+    the sessions meant (an in-place file's id is its name plus a hash of its path)."""
+    found = store.select(session_id)
+    if found:
+        return found
+    meant = sorted(
+        {s.session_id for s in store.select() if s.session_id.startswith(f"{session_id}-")}
+    )
+    hint = (
+        f"; did you mean {' or '.join(meant[:3])}? (or give the file: ctxpack restore FILE)"
+        if meant
+        else " (ctxpack restore --list shows them)"
+    )
+    raise InputUnreadable(f"session {session_id!r}: no snapshot in {store.directory}{hint}")
+
+
 def _as_stamp(text: str) -> str:
     """A stamp as the names have it, from itself or from an ISO 8601 time."""
     try:

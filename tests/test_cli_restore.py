@@ -78,6 +78,9 @@ def test_session_id_prints_the_original_and_result_the_result(tmp_path: Path) ->
     missing = run("restore", "--session-id", session, "--nth", "2")
     assert missing.returncode == ExitStatus.NO_INPUT
     assert b"no original snapshot number 2" in missing.stderr
+    by_name = run("restore", "--session-id", "oh")  # the file's name alone: not its session
+    assert by_name.returncode == ExitStatus.NO_INPUT
+    assert f"did you mean {session}?".encode() in by_name.stderr
 
 
 def test_same_name_in_two_folders_each_gets_its_own_original_back(tmp_path: Path) -> None:
