@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,12 @@ settings.register_profile(
 settings.load_profile("ctxpack")
 
 _PRIVATE_PREFIXES = ("OPENAI_", "ANTHROPIC_", "CTXPACK_")
+
+# A shell starts a background job with SIGINT ignored, and an ignored signal stays ignored in
+# every child: the tests that interrupt ctxpack would then see it carry on. A handler of our own
+# is reset to the default in each child, so they see what a user's Ctrl-C does.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
