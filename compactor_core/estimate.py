@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -45,8 +45,34 @@ _NON_ASCII_SPACES: dict[int, str] = {
 }
 
 
+# Characters counted at a time: a batch's bytes stay in the CPU's cache between the passes over
+# them, which makes the count about a quarter faster than in one piece. Every character counts
+# on its own, so any split is exact.
+BATCH_CHARS = 1 << 20
+
+
 def text_quarters(texts: Iterable[str]) -> int:
     """The estimate of all ``texts`` together, in quarter tokens."""
+    return sum(_batch_quarters(batch) for batch in _batches(texts))
+
+
+def _batches(texts: Iterable[str]) -> Iterator[list[str]]:
+    """The texts in lists of about BATCH_CHARS characters, a longer text cut into pieces."""
+    batch: list[str] = []
+    chars = 0
+    for text in texts:
+        for start in range(0, len(text), BATCH_CHARS):
+            piece = text[start : start + BATCH_CHARS]  # the text itself if it is short enough
+            batch.append(piece)
+            chars += len(piece)
+            if chars >= BATCH_CHARS:
+                yield batch
+                batch, chars = [], 0
+    if batch:
+        yield batch
+
+
+def _batch_quarters(texts: list[str]) -> int:
     ascii_texts: list[str] = []
     other_texts: list[str] = []
     for text in texts:
