@@ -173,6 +173,8 @@ class TextCollector:
     texts: list[str] = field(default_factory=list)
 
     def value(self, value: Any) -> None:
+        if value is None:  # the commonest: a key the block does not have
+            return
         if isinstance(value, str):
             self.texts.append(value)
         elif isinstance(value, list):
@@ -180,7 +182,7 @@ class TextCollector:
                 self.value(item)
         elif isinstance(value, dict):
             self.block(value)
-        elif value is not None:  # numbers and booleans: their JSON text
+        else:  # numbers and booleans: their JSON text
             self.texts.append(json_text(value))
 
     def block(self, block: dict[str, Any]) -> None:
