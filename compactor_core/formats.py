@@ -270,7 +270,8 @@ def _jsonl_path(data: bytes):
 def validate_messages(messages: list[Any], source: str, path_of: Any, exact: bool = True) -> None:
     """Check the shape every part of ctxpack relies on; leave everything else alone.
 
-    Unless ``exact``, raise _InexactNumber for a float orjson may have made of a big integer.
+    ``messages`` come from a JSON parser (plain dicts and lists, see ``_scan``). Unless
+    ``exact``, raise _InexactNumber for a float orjson may have made of a big integer.
     """
     for index, message in enumerate(messages):
         problem = _message_problem(message)
