@@ -49,7 +49,11 @@ def main(argv: list[str] | None = None) -> int:
         "names", nargs="*", metavar="NAME", help="module (core) or case (core.startup, startup)"
     )
     parser.add_argument(
-        "-n", "--repeat", type=int, default=5, help="timed rounds per side (best of N; default 5)"
+        "-n",
+        "--repeat",
+        type=int,
+        default=5,
+        help="timed rounds per side (whole-process times: median of N; default 5)",
     )
     parser.add_argument(
         "--rev", metavar="COMMIT", help="measure this commit's code instead of the working tree"
@@ -84,7 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(report.table())
     print()
-    print(f"{report.summary()} ({time.perf_counter() - started:.0f} s, best of {report.repeat})")
+    print(
+        f"{report.summary()} ({time.perf_counter() - started:.0f} s, "
+        f"whole-process times: median of {report.repeat})"
+    )
     return 1 if report.errors else 0
 
 

@@ -10,20 +10,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from compactor_core.agents.base import AgentFormat
-from compactor_core.agents.in_place import SessionSettings, open_file, report, transform
-from compactor_core.agents.registry import MESSAGES
-from compactor_core.agents.session import Session, detect, index_session, load_view
-from compactor_core.agents.write import session_chunks
-from compactor_core.atomic import atomic_write_chunks, write_chunks
-from compactor_core.batch import FileReport
-from compactor_core.estimate import breakdown
-from compactor_core.pipeline import Job
-from compactor_core.providers.base import Summarizer
+from compactor_core.agents.records import open_file
+from compactor_core.agents.registry import MESSAGES, detect
 
 from . import io
+
+# Only what tells a session file from a conversation of messages is imported at start-up: the
+# session machinery (pass 1, compaction, writing) is imported by the functions that use it, so
+# `estimate` or `micro` of a plain conversation never loads it.
+if TYPE_CHECKING:
+    from compactor_core.agents.base import AgentFormat
+    from compactor_core.agents.in_place import SessionSettings
+    from compactor_core.agents.session import Session
+    from compactor_core.batch import FileReport
+    from compactor_core.pipeline import Job
+    from compactor_core.providers.base import Summarizer
 
 
 @dataclass
@@ -47,7 +50,7 @@ def opened(name: str, format_name: str) -> Iterator[Opened | io.Input]:
         given = io.read_input(name)
         handle: BinaryIO = bytes_io.BytesIO(given.data)
     else:
-        handle = open_file(Path(name), label)
+        handle = open_file(name, label)
     with handle:
         agent_format = detect(handle, format_name, label)
         if agent_format is None:
@@ -64,6 +67,10 @@ def stream(
     output: str | None,
 ) -> FileReport:
     """The command's result, the whole new file, to stdout or (atomically) to ``output``."""
+    from compactor_core.agents.in_place import report, transform
+    from compactor_core.agents.write import session_chunks
+    from compactor_core.atomic import atomic_write_chunks, write_chunks
+
     session, outcome = transform(
         source.handle, source.format, source.label, job, settings, provider
     )
@@ -77,11 +84,16 @@ def stream(
 
 
 def index(source: Opened) -> Session:
+    from compactor_core.agents.session import index_session
+
     return index_session(source.handle, source.format, source.label)
 
 
 def estimate_report(source: Opened, session: Session) -> dict[str, Any]:
     """``estimate --json`` of a session file: the view's breakdown, and the file's make-up."""
+    from compactor_core.agents.session import load_view
+    from compactor_core.estimate import breakdown
+
     messages = load_view(source.handle, session)
     return {
         **breakdown(messages),

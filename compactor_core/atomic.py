@@ -14,7 +14,6 @@ import os
 import re
 import select
 import stat
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -34,6 +33,8 @@ def write_temp(
     error raised by the iterator itself (a source that cannot be read, invalid input) passes
     through as it is. Either way the temporary file is removed.
     """
+    import tempfile  # with shutil and random: only when a file is written, not at start-up
+
     label = label or str(Path(directory) / name)
     prefix = f".{name[:100]}.{os.getpid()}."  # short enough for any file-name limit
     try:
@@ -199,14 +200,15 @@ def remove_stale_temp_files(directory: Path) -> int:
     except OSError:
         return 0
     for name in names:
-        match = _TEMP_NAME.fullmatch(name)
+        match = re.fullmatch(_TEMP_NAME, name)
         if match and not _process_alive(int(match["pid"])):
             _remove(Path(directory) / name)
             removed += 1
     return removed
 
 
-_TEMP_NAME = re.compile(r"\..+\.(?P<pid>\d+)\.[^.]+" + re.escape(TEMP_SUFFIX))
+# Compiled on first use (re keeps it), not at import: most runs never look for leftovers.
+_TEMP_NAME = r"\..+\.(?P<pid>\d+)\.[^.]+" + re.escape(TEMP_SUFFIX)
 
 
 def _process_alive(pid: int) -> bool:

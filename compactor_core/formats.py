@@ -74,13 +74,39 @@ def parse(data: bytes, source: str = "<stdin>") -> Conversation:
     if not data or data.isspace():
         raise InputError(f"{source}: empty input, expected a JSON array of messages")
     try:
-        document = _loads(data, source)
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError:  # invalid, or valid JSON that orjson refuses
+        return _parse_exactly(data, source, bom)
+    # One walk validates the messages and looks for the floats orjson may have made of integers
+    # beyond 64 bits; if it finds one, even after an error, the standard library reads it again.
+    try:
+        return _conversation(document, data, source, bom, exact=False)
+    except _InexactNumber:
+        pass
+    except InputError:
+        if not _holds_huge_float(document):
+            raise
+    return _parse_exactly(data, source, bom)
+
+
+def _parse_exactly(data: bytes, source: str, bom: bool) -> Conversation:
+    """``parse`` by the standard library, which reads every valid JSON exactly (slower)."""
+    try:
+        document = _loads_exactly(data, source)
     except _TrailingData:
         if data.lstrip()[:1] == b"{":
             return parse_jsonl(data, source, bom)
         raise
+    return _conversation(document, data, source, bom)
+
+
+def _conversation(
+    document: Any, data: bytes, source: str, bom: bool, exact: bool = True
+) -> Conversation:
+    """The validated conversation ``document`` holds; unless ``exact``, _InexactNumber for a
+    float that may have been an integer beyond 64 bits."""
     if isinstance(document, list):
-        validate_messages(document, source, _array_path)
+        validate_messages(document, source, _array_path, exact)
         return Conversation(document, "array", None, bom)
     if isinstance(document, dict):
         if "messages" in document:
@@ -89,13 +115,13 @@ def parse(data: bytes, source: str = "<stdin>") -> Conversation:
                 raise InputError(
                     f'{source}: "messages" must be an array, got {json_type(messages)}'
                 )
-            validate_messages(messages, source, _array_path)
+            validate_messages(messages, source, _array_path, exact)
             for key, value in document.items():
-                if key != "messages" and _too_deep(value):
+                if key != "messages" and _too_deep(value, exact):
                     raise InputError(f"{source}: {key}: {_TOO_DEEP}")
             return Conversation(messages, "envelope", document, bom)
         if "role" in document:  # JSONL holding a single message
-            validate_messages([document], source, _jsonl_path(data))
+            validate_messages([document], source, _jsonl_path(data), exact)
             return Conversation([document], "jsonl", None, bom)
     raise InputError(
         f'{source}: expected a JSON array of messages, an object with a "messages" array, '
@@ -129,6 +155,10 @@ class _TrailingData(InputError):
     """Valid JSON followed by more: perhaps JSONL."""
 
 
+class _InexactNumber(Exception):
+    """orjson read a float of magnitude 2**63 or more: perhaps an integer beyond 64 bits."""
+
+
 def _loads(data: bytes, source: str, first_line: int = 1) -> Any:
     """Parse one JSON document; ``first_line`` is where ``data`` starts in the file."""
     try:
@@ -139,6 +169,11 @@ def _loads(data: bytes, source: str, first_line: int = 1) -> Any:
         if not _holds_huge_float(document):
             return document
         # perhaps an integer beyond 64 bits: the standard library reads it exactly
+    return _loads_exactly(data, source, first_line)
+
+
+def _loads_exactly(data: bytes, source: str, first_line: int = 1) -> Any:
+    """Parse one JSON document with the standard library; InputError naming the place."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -172,17 +207,34 @@ def _holds_huge_float(value: Any) -> bool:
 
     A walk over the parsed values costs a fraction of scanning the text for long digit runs.
     """
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if not isinstance(item, dict | list):
-            continue
-        for child in item.values() if isinstance(item, dict) else item:
-            if isinstance(child, dict | list):
-                stack.append(child)
-            elif type(child) is float and not -_HUGE < child < _HUGE:
-                return True
-    return False
+    return _scan(value)[1]
+
+
+def _scan(value: Any, limit: float = math.inf) -> tuple[bool, bool]:
+    """Whether arrays and objects nest more than ``limit`` levels inside ``value`` (itself the
+    first), and whether it holds a float of magnitude 2**63 or more: both in one walk.
+
+    Level by level; a level too deep ends the walk, so the second answer may then miss a float.
+    Parsed JSON holds exact dicts and lists only, so ``type(...) is`` (faster than isinstance)
+    tells them apart.
+    """
+    huge = False
+    level: list[Any] = [[value]]  # the walk looks at children: ``value`` is the first level
+    depth = 0
+    while level:
+        if depth > limit:
+            return True, huge
+        children = []
+        for item in level:
+            for child in item.values() if type(item) is dict else item:
+                kind = type(child)
+                if kind is dict or kind is list:
+                    children.append(child)
+                elif kind is float and not -_HUGE < child < _HUGE:
+                    huge = True
+        level = children
+        depth += 1
+    return False, huge
 
 
 def _reject_constant(name: str) -> Any:
@@ -215,33 +267,31 @@ def _jsonl_path(data: bytes):
     return lambda index: f"line {line_numbers[index]}"
 
 
-def validate_messages(messages: list[Any], source: str, path_of: Any) -> None:
-    """Check the shape every part of ctxpack relies on; leave everything else alone."""
+def validate_messages(messages: list[Any], source: str, path_of: Any, exact: bool = True) -> None:
+    """Check the shape every part of ctxpack relies on; leave everything else alone.
+
+    ``messages`` come from a JSON parser (plain dicts and lists, see ``_scan``). Unless
+    ``exact``, raise _InexactNumber for a float orjson may have made of a big integer.
+    """
     for index, message in enumerate(messages):
         problem = _message_problem(message)
         if problem:
             place = path_of(index) + problem.partition(": ")[0]
             raise InputError(f"{source}: {path_of(index)}{problem}", source, place)
-        if _too_deep(message):
+        if _too_deep(message, exact):
             raise InputError(f"{source}: {path_of(index)}: {_TOO_DEEP}", source, path_of(index))
 
 
 _TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep"
 
 
-def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """Whether arrays and objects nest more than ``limit`` levels inside ``value``."""
-    if not isinstance(value, dict | list):
-        return False
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        for child in item.values() if isinstance(item, dict) else item:
-            if isinstance(child, dict | list):
-                if depth >= limit:
-                    return True
-                stack.append((child, depth + 1))
-    return False
+def _too_deep(value: Any, exact: bool = True) -> bool:
+    """Whether arrays and objects nest more than MAX_DEPTH levels inside ``value``; unless
+    ``exact``, _InexactNumber if it holds a float orjson may have made of a big integer."""
+    too_deep, huge = _scan(value, MAX_DEPTH)
+    if huge and not exact:
+        raise _InexactNumber
+    return too_deep
 
 
 def _message_problem(message: Any) -> str | None:

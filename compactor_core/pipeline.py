@@ -140,20 +140,29 @@ def _full(job: Job, conversation: Conversation, context: Context) -> Outcome:
             store.save_original(context.session_id, context.original, details, context.source)
         )
     full = full_compact(conversation.messages, context.provider or default_provider(), job.settings)
+    tokens_after = None
     if store is not None and full.status == Status.COMPACTED:
-        details = Details(tokens=measure(conversation.with_messages(full.messages), job.settings))
+        tokens_after = measure(conversation.with_messages(full.messages), job.settings)
+        details = Details(tokens=tokens_after)
         result = store.save_result(context.session_id, full.messages, details, context.source)
         taken.append(result)
-    return _from_full(full, conversation, tuple(taken))
+    return _from_full(full, conversation, tuple(taken), tokens_after)
 
 
-def _from_full(full: FullResult, conversation: Conversation, taken: tuple[Path, ...]) -> Outcome:
+def _from_full(
+    full: FullResult,
+    conversation: Conversation,
+    taken: tuple[Path, ...],
+    tokens_after: int | None = None,
+) -> Outcome:
+    """The outcome of a full compaction; ``tokens_after``: the result's estimate, if made."""
     return Outcome(
         conversation.with_messages(full.messages),
         changed=full.status == Status.COMPACTED,
         full=full.status,
         error=full.error,
         cut_off=full.cut_off,
+        tokens_after=tokens_after,
         snapshots=taken,
     )
 
@@ -171,6 +180,8 @@ def _auto(job: Job, conversation: Conversation, context: Context) -> Outcome:
         outcome = replace(micro_outcome, full=full.full, error=full.error, snapshots=full.snapshots)
         if outcome.error is not None:
             return replace(outcome, tokens_after=tokens)  # the failure is the news
-    if outcome.full == Status.COMPACTED:
-        tokens = measure(outcome.conversation, settings)
+    if outcome.full == Status.COMPACTED:  # the result's estimate, unless its snapshot made it
+        tokens = outcome.tokens_after
+        if tokens is None:
+            tokens = measure(outcome.conversation, settings)
     return replace(outcome, over_threshold=tokens > settings.threshold, tokens_after=tokens)

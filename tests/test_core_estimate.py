@@ -16,6 +16,7 @@ from reference import (
 )
 from strategies import STYLES, conversations, envelopes, json_values, texts
 
+from compactor_core import estimate as estimate_module
 from compactor_core.estimate import breakdown, estimate, estimate_quarters, text_quarters
 
 
@@ -288,6 +289,15 @@ def test_fast_text_path_equals_the_per_character_reference(text: str) -> None:
 @given(st.lists(texts(max_size=40), max_size=6))
 def test_fast_path_over_special_characters(parts: list[str]) -> None:
     assert text_quarters(parts) / 4 == sum(reference_text(part) for part in parts)
+
+
+@given(st.lists(texts(max_size=40), max_size=6), st.integers(min_value=1, max_value=8))
+def test_batches_and_pieces_of_texts_count_the_same(parts: list[str], batch_chars: int) -> None:
+    # Texts are counted in batches (texts longer than a batch in pieces): a tiny batch size
+    # puts a boundary between, and inside, every few characters.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(estimate_module, "BATCH_CHARS", batch_chars)
+        assert text_quarters(parts) / 4 == sum(reference_text(part) for part in parts)
 
 
 def test_lone_surrogates_are_other_characters() -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from ..atomic import atomic_write_chunks
-from ..errors import InputUnreadable, IsADirectory, OutputError, SessionInUse
+from ..errors import OutputError, SessionInUse
 from ..files import InPlace
 from ..pipeline import Job
 from ..providers.base import Summarizer
@@ -27,14 +27,13 @@ from ..snapshots import Details, session_id_for_file
 from .base import AgentFormat
 from .compact import SessionOutcome, Surroundings, run_session
 from .in_use import DEFAULT_MIN_IDLE, in_use, writer_of
-from .session import Session, detect, index_session
+from .records import open_file
+from .registry import detect
+from .session import Session, index_session
 from .write import session_chunks
 
 if TYPE_CHECKING:  # batch imports this module when it meets a session file
     from ..batch import BatchSettings, FileReport
-
-
-READ_BUFFER = 1 << 20  # long lines are read four times faster than with the default 8 KB
 
 
 @dataclass(frozen=True)
@@ -59,22 +58,6 @@ class Done:
     outcome: SessionOutcome
     written: Path | None = None  # the folder written into, if anything was
     warning: str | None = None  # the agent's own index of the session could not be updated
-
-
-def open_file(path: Path, label: str) -> BinaryIO:
-    try:
-        real = Path(path).resolve(strict=True)
-        handle = open(real, "rb", buffering=READ_BUFFER)  # noqa: SIM115 (returned open)
-    except FileNotFoundError:
-        raise InputUnreadable(f"{label}: no such file") from None
-    except IsADirectoryError:
-        raise IsADirectory(f"{label}: is a directory") from None
-    except OSError as error:
-        raise InputUnreadable(f"{label}: cannot read: {error.strerror}") from None
-    if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
-        handle.close()
-        raise IsADirectory(f"{label}: is a directory")
-    return handle
 
 
 def transform(

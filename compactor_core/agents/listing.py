@@ -14,8 +14,8 @@ from pathlib import Path
 
 from ..errors import CtxpackError
 from .base import AgentFormat
-from .in_place import open_file
 from .in_use import in_use
+from .records import open_file
 from .session import index_session
 
 

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ..errors import InputError
-from .base import AgentFormat
+from ..formats import UTF8_BOM
+from .records import lines, parse_fast
+
+if TYPE_CHECKING:  # the formats' base class is imported with the first format module
+    from .base import AgentFormat
 
 # --format value -> "module:class"; modules are imported only when a file needs them.
 _MODULES = {
@@ -55,3 +59,49 @@ def not_a_session(source: str) -> InputError:
         f"{source}: not a conversation ctxpack knows: expected one of the formats "
         f"{', '.join(FORMAT_NAMES)} (see --format)"
     )
+
+
+def detect(handle: BinaryIO, requested: str, source: str) -> AgentFormat | None:
+    """The agent format of the file, or None for a conversation of messages (SPEC §6).
+
+    ``requested`` is the --format value. With ``auto``, the first records decide; a file whose
+    first record is an object that is neither a message nor an agent's record is refused with
+    one line naming the formats ctxpack knows.
+    """
+    if requested == MESSAGES:
+        return None
+    if requested != AUTO:
+        return get(requested)
+    if _starts_an_array(handle):
+        return None
+    head = _first_records(handle)
+    name = detect_records(head)
+    if name is not None:
+        return get(name)
+    if len(head) > 1 and not _could_be_messages(head[0]):  # one object: the core says why
+        raise not_a_session(source)
+    return None
+
+
+def _starts_an_array(handle: BinaryIO) -> bool:
+    """A JSON array of messages, found without reading its (possibly only, huge) line."""
+    start = handle.read(4096).removeprefix(UTF8_BOM).lstrip()
+    handle.seek(0)
+    return start.startswith(b"[")
+
+
+def _first_records(handle: BinaryIO) -> list[Any]:
+    records = []
+    for line in lines(handle):
+        record, _ = parse_fast(line)
+        if record is not None:
+            records.append(record)
+        if len(records) >= SNIFF_RECORDS or line.number >= 4 * SNIFF_RECORDS:
+            break
+    handle.seek(0)
+    return records
+
+
+def _could_be_messages(first: dict[str, Any]) -> bool:
+    # a JSONL message has a role; a request envelope (one pretty-printed object) has messages
+    return "role" in first or "messages" in first

@@ -14,12 +14,14 @@ from typing import Any, BinaryIO
 
 from ..errors import InputError
 from ..estimate import estimate_quarters, quarters_to_tokens
-from ..formats import UTF8_BOM, Message
+from ..formats import Message
 from ..micro import content_length, is_marker
 from ..tools import ToolNames, blocks, is_block, tool_calls
-from . import registry
 from .base import AgentFormat, Record, RecordInfo, ToolResult, ViewMessage
 from .records import Line, lines, parse_exact, parse_fast
+
+# Detection lives with the formats' table (registry); pass 1's callers still find it here.
+from .registry import detect as detect
 
 BLANK = "blank"
 INVALID = "invalid"
@@ -154,55 +156,6 @@ def result_holders(messages: list[Message]) -> Iterator[tuple[Any, dict]]:
         for block in blocks(message):
             if is_block(block, "tool_result"):
                 yield block.get("tool_use_id"), block
-
-
-# --- detection -----------------------------------------------------------------------------------
-
-
-def detect(handle: BinaryIO, requested: str, source: str) -> AgentFormat | None:
-    """The agent format of the file, or None for a conversation of messages (SPEC §6).
-
-    ``requested`` is the --format value. With ``auto``, the first records decide; a file whose
-    first record is an object that is neither a message nor an agent's record is refused with
-    one line naming the formats ctxpack knows.
-    """
-    if requested == registry.MESSAGES:
-        return None
-    if requested != registry.AUTO:
-        return registry.get(requested)
-    if _starts_an_array(handle):
-        return None
-    head = _first_records(handle)
-    name = registry.detect_records(head)
-    if name is not None:
-        return registry.get(name)
-    if len(head) > 1 and not _could_be_messages(head[0]):  # one object: the core says why
-        raise registry.not_a_session(source)
-    return None
-
-
-def _starts_an_array(handle: BinaryIO) -> bool:
-    """A JSON array of messages, found without reading its (possibly only, huge) line."""
-    start = handle.read(4096).removeprefix(UTF8_BOM).lstrip()
-    handle.seek(0)
-    return start.startswith(b"[")
-
-
-def _first_records(handle: BinaryIO) -> list[Any]:
-    records = []
-    for line in lines(handle):
-        record, _ = parse_fast(line)
-        if record is not None:
-            records.append(record)
-        if len(records) >= registry.SNIFF_RECORDS or line.number >= 4 * registry.SNIFF_RECORDS:
-            break
-    handle.seek(0)
-    return records
-
-
-def _could_be_messages(first: dict[str, Any]) -> bool:
-    # a JSONL message has a role; a request envelope (one pretty-printed object) has messages
-    return "role" in first or "messages" in first
 
 
 # --- reading the view ----------------------------------------------------------------------------

@@ -7,11 +7,13 @@ pays for httpx.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from .base import Summarizer
 from .settings import ProviderSettings
+
+if TYPE_CHECKING:
+    from .base import Summarizer
 
 __all__ = ["PROVIDERS", "ProviderSettings", "build_provider"]
 
