@@ -9,6 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from click.testing import CliRunner, Result
+
+from cli.main import cli
+
 TESTS = Path(__file__).parent
 REPO = TESTS.parent
 GOLDEN = TESTS / "golden"
@@ -27,17 +31,30 @@ def load_json(path: Path) -> Any:
 
 
 def run(
-    *args: Any, stdin: bytes | None = b"", cwd: Path | None = None, timeout: float = 60
+    *args: Any,
+    stdin: bytes | None = b"",
+    cwd: Path | None = None,
+    timeout: float = 60,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run the real ``ctxpack`` executable with the (isolated) environment of the test."""
+    """Run the real ``ctxpack`` executable with the (isolated) environment of the test, or
+    ``env`` instead of it."""
     return subprocess.run(
         [str(CTXPACK), *(str(arg) for arg in args)],
         input=stdin,
         capture_output=True,
         cwd=cwd,
         timeout=timeout,
-        env=dict(os.environ),
+        env=dict(os.environ) if env is None else env,
     )
+
+
+def invoke(*args: str, stdin: bytes | None = None, messages: Any = None) -> Result:
+    """Run ``ctxpack ARGS`` in this process through click's CliRunner (stdout and stderr apart);
+    ``messages`` is sent as JSON on stdin. Exceptions propagate rather than become exit 1."""
+    if messages is not None:
+        stdin = dumps(messages)
+    return CliRunner().invoke(cli, list(args), input=stdin, catch_exceptions=False)
 
 
 def fingerprint(path: Path) -> tuple[bytes, int, int]:

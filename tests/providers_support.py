@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from helpers import dumps, run
 
 from compactor_core.prompts import PROMPTS, SUMMARY_PREFIX
 
 SECRET = "sk-test-SECRET123"
 # Read at import: the suite's isolation fixture clears every CTXPACK_* variable before each test.
 REPORT = os.environ.get("CTXPACK_TEST_REPORT")
-CTXPACK = str(Path(sys.executable).with_name("ctxpack")) if sys.executable else "ctxpack"
-if not os.path.exists(CTXPACK):
-    CTXPACK = shutil.which("ctxpack") or CTXPACK
 
 # A small agent session: a system prompt, a request, tool calls and results (Anthropic blocks),
 # some talk, and the pending request the summary must not swallow.
@@ -109,15 +105,15 @@ def run_ctxpack(
     """``ctxpack ARGS`` in a real process, the conversation on stdin, snapshots in tmp_path."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     transcripts = tmp_path / "transcripts"
-    command = [CTXPACK, *args, "--transcript-dir", str(transcripts)]
     started = time.monotonic()
-    process = subprocess.run(
-        command,
-        input=json.dumps(conversation, ensure_ascii=False).encode(),
-        capture_output=True,
-        env=env if env is not None else clean_env(tmp_path, OPENAI_API_KEY=SECRET),
-        timeout=timeout,
+    process = run(
+        *args,
+        "--transcript-dir",
+        transcripts,
+        stdin=dumps(conversation),
         cwd=tmp_path,
+        timeout=timeout,
+        env=env if env is not None else clean_env(tmp_path, OPENAI_API_KEY=SECRET),
     )
     return Run(
         process.returncode,

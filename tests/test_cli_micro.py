@@ -8,10 +8,8 @@ import stat
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
-from helpers import dumps, fingerprint
+from helpers import dumps, fingerprint, invoke
 
-from cli.main import cli
 from compactor_core.snapshots import session_id_for_file
 
 
@@ -37,10 +35,6 @@ CHAT = [
     *turn("t4", "grep", "four"),
     *turn("t5", "bash", "five"),
 ]
-
-
-def invoke(*args: str, stdin: bytes | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), input=stdin, catch_exceptions=False)
 
 
 def contents(messages: list[dict]) -> list[str]:
