@@ -49,12 +49,19 @@ def run(
     )
 
 
-def invoke(*args: str, stdin: bytes | None = None, messages: Any = None) -> Result:
+def invoke(
+    *args: str,
+    stdin: bytes | None = None,
+    messages: Any = None,
+    env: dict[str, str] | None = None,
+) -> Result:
     """Run ``ctxpack ARGS`` in this process through click's CliRunner (stdout and stderr apart);
-    ``messages`` is sent as JSON on stdin. Exceptions propagate rather than become exit 1."""
+    ``messages`` is sent as JSON on stdin. With ``env``, the environment is exactly that during
+    the run, as for a process of its own. Exceptions propagate rather than become exit 1."""
     if messages is not None:
         stdin = dumps(messages)
-    return CliRunner().invoke(cli, list(args), input=stdin, catch_exceptions=False)
+    environment = None if env is None else {name: None for name in os.environ} | env
+    return CliRunner().invoke(cli, list(args), input=stdin, env=environment, catch_exceptions=False)
 
 
 def fingerprint(path: Path) -> tuple[bytes, int, int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from helpers import dumps, run
+from helpers import dumps, invoke, run
 
 from compactor_core.prompts import PROMPTS, SUMMARY_PREFIX
 
@@ -101,27 +102,28 @@ def run_ctxpack(
     conversation: Any = CONVERSATION,
     env: dict[str, str] | None = None,
     timeout: float = 60,
+    in_process: bool = False,
 ) -> Run:
-    """``ctxpack ARGS`` in a real process, the conversation on stdin, snapshots in tmp_path."""
+    """``ctxpack ARGS`` in a real process (or, ``in_process``, through click's CliRunner in this
+    one, in ``tmp_path`` too), the conversation on stdin, snapshots in tmp_path."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     transcripts = tmp_path / "transcripts"
+    args = [*args, "--transcript-dir", str(transcripts)]
+    stdin = dumps(conversation)
+    env = env if env is not None else clean_env(tmp_path, OPENAI_API_KEY=SECRET)
     started = time.monotonic()
-    process = run(
-        *args,
-        "--transcript-dir",
-        transcripts,
-        stdin=dumps(conversation),
-        cwd=tmp_path,
-        timeout=timeout,
-        env=env if env is not None else clean_env(tmp_path, OPENAI_API_KEY=SECRET),
-    )
-    return Run(
-        process.returncode,
-        process.stdout.decode(),
-        process.stderr.decode(),
-        time.monotonic() - started,
-        transcripts,
-    )
+    if in_process:
+        with contextlib.chdir(tmp_path):
+            result = invoke(*args, stdin=stdin, env=env)
+        status, stdout, stderr = result.exit_code, result.stdout, result.stderr
+    else:
+        process = run(*args, stdin=stdin, cwd=tmp_path, timeout=timeout, env=env)
+        status, stdout, stderr = (
+            process.returncode,
+            process.stdout.decode(),
+            process.stderr.decode(),
+        )
+    return Run(status, stdout, stderr, time.monotonic() - started, transcripts)
 
 
 def snapshots(run: Run) -> list[list[Any]]:
