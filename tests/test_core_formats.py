@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from bad_inputs import BAD_INPUTS as CLI_BAD_INPUTS
 from helpers import micro_in_place
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -237,8 +238,9 @@ def test_bad_input_is_one_line_naming_file_and_place(data: bytes, message: str) 
 
 
 def test_parse_errors_golden(golden) -> None:
+    """The message of each bad input, of this file and of bad_inputs (the CLI's cases)."""
     lines = []
-    for data, _ in BAD_INPUTS:
+    for data in [data for data, _ in BAD_INPUTS] + [case[1] for case in CLI_BAD_INPUTS]:
         try:
             parse(data, "f.json")
         except InputError as error:
