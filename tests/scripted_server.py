@@ -11,7 +11,6 @@ a fake clock), for the many cases that need no real socket and no real wait.
 
 from __future__ import annotations
 
-import functools
 import json
 import socket
 import threading
@@ -19,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
+
+from helpers import serve_in_background
 
 if TYPE_CHECKING:
     import httpx
@@ -104,10 +105,7 @@ class ScriptedServer(Script):
         server.daemon_threads = True
         server.block_on_close = False  # a stalled handler must not hold up the test's end
         self._server = server
-        # shutdown() waits for the loop to look again: every 0.5 s by default, at each test's end
-        serve = functools.partial(server.serve_forever, poll_interval=0.02)
-        self._thread = threading.Thread(target=serve, daemon=True)
-        self._thread.start()
+        self._thread = serve_in_background(server)
 
     @property
     def url(self) -> str:
