@@ -53,7 +53,7 @@ def run(
 
 
 def invoke(
-    *args: str,
+    *args: Any,
     stdin: bytes | None = None,
     messages: Any = None,
     env: dict[str, str] | None = None,
@@ -64,7 +64,8 @@ def invoke(
     if messages is not None:
         stdin = dumps(messages)
     environment = None if env is None else {name: None for name in os.environ} | env
-    return CliRunner().invoke(cli, list(args), input=stdin, env=environment, catch_exceptions=False)
+    arguments = [str(arg) for arg in args]
+    return CliRunner().invoke(cli, arguments, input=stdin, env=environment, catch_exceptions=False)
 
 
 def serve_in_background(server: socketserver.BaseServer) -> threading.Thread:
