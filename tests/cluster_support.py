@@ -137,7 +137,7 @@ class Cluster:
         with self.client() as client:
             client.wait_for_workers(count, timeout=60)
 
-    def stop(self, grace: float = 5) -> None:
+    def stop(self, grace: float = 2) -> None:
         """SIGTERM to every process, SIGKILL to any still there ``grace`` seconds later (a
         worker that ran tasks sometimes logs its end and then does not exit)."""
         processes = [process for process in [*self.workers, self.scheduler] if process]
