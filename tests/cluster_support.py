@@ -137,17 +137,20 @@ class Cluster:
         with self.client() as client:
             client.wait_for_workers(count, timeout=60)
 
-    def stop(self) -> None:
-        for process in [*self.workers, self.scheduler]:
-            if process is not None and process.poll() is None:
+    def stop(self, grace: float = 2) -> None:
+        """SIGTERM to every process, SIGKILL to any still there ``grace`` seconds later (a
+        worker that ran tasks sometimes logs its end and then does not exit)."""
+        processes = [process for process in [*self.workers, self.scheduler] if process]
+        for process in processes:
+            if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
-        for process in [*self.workers, self.scheduler]:
-            if process is not None:
-                try:
-                    process.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+        deadline = time.monotonic() + grace
+        for process in processes:
+            try:
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 def _wait_for_address(scheduler_file: Path, timeout: float = 60) -> str:

@@ -34,6 +34,25 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# The files that take longest, first: pytest-xdist hands each file whole to a free worker in this
+# order (addopts in pyproject.toml), so no long file starts last and runs on alone at the end.
+LONGEST_FIRST = (
+    "test_distributed.py",  # a Dask cluster, moto's S3 server, workers killed mid-run
+    "test_agents_resume_claude.py",  # the real Claude Code, resuming 3 sessions 5 times each
+    "test_cli_batch.py",
+    "test_unix.py",
+    "test_agents_resume_codex.py",
+    "test_cli_tokenizer.py",
+    "test_cli_agents.py",
+    "test_providers_model.py",  # a llama.cpp server
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest as found
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",

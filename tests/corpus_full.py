@@ -43,7 +43,6 @@ from compactor_core.full import FullSettings, find_pending_turn
 from compactor_core.pipeline import Context, Job
 from compactor_core.providers.extractive import ExtractiveSummarizer
 
-CORPUS = Path(__file__).parent / "corpus"
 THRESHOLD = 1000
 RATIO_TARGET = 0.20
 PATHS_TARGET = 0.95
@@ -62,11 +61,6 @@ def work_done(summary: str) -> list[str]:
         elif inside and line.startswith("- ") and " ×" not in line:
             lines.append(line)
     return lines
-
-
-def corpus_files(directory: Path = CORPUS) -> list[Path]:
-    """Every transcript of the corpus: its *.json files but the manifest."""
-    return sorted(path for path in directory.glob("*.json") if path.name != "manifest.json")
 
 
 @dataclass(frozen=True)

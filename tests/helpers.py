@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import socketserver
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
+
+from click.testing import CliRunner, Result
+
+from cli.main import cli
 
 TESTS = Path(__file__).parent
 REPO = TESTS.parent
@@ -27,17 +34,61 @@ def load_json(path: Path) -> Any:
 
 
 def run(
-    *args: Any, stdin: bytes | None = b"", cwd: Path | None = None, timeout: float = 60
+    *args: Any,
+    stdin: bytes | None = b"",
+    cwd: Path | None = None,
+    timeout: float = 60,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run the real ``ctxpack`` executable with the (isolated) environment of the test."""
+    """Run the real ``ctxpack`` executable with the (isolated) environment of the test, or
+    ``env`` instead of it."""
     return subprocess.run(
         [str(CTXPACK), *(str(arg) for arg in args)],
         input=stdin,
         capture_output=True,
         cwd=cwd,
         timeout=timeout,
-        env=dict(os.environ),
+        env=dict(os.environ) if env is None else env,
     )
+
+
+def invoke(
+    *args: Any,
+    stdin: bytes | None = None,
+    messages: Any = None,
+    env: dict[str, str] | None = None,
+) -> Result:
+    """Run ``ctxpack ARGS`` in this process through click's CliRunner (stdout and stderr apart);
+    ``messages`` is sent as JSON on stdin. With ``env``, the environment is exactly that during
+    the run, as for a process of its own. Exceptions propagate rather than become exit 1."""
+    if messages is not None:
+        stdin = dumps(messages)
+    environment = None if env is None else {name: None for name in os.environ} | env
+    arguments = [str(arg) for arg in args]
+    return CliRunner().invoke(cli, arguments, input=stdin, env=environment, catch_exceptions=False)
+
+
+def serve_in_background(server: socketserver.BaseServer) -> threading.Thread:
+    """``server.serve_forever()`` in a daemon thread, looking for ``shutdown()`` every 20 ms
+    rather than the default 0.5 s, which every test using a server would wait at its end."""
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02})
+    thread.daemon = True
+    thread.start()
+    return thread
+
+
+def wait_until_open(pid: int, path: Path, timeout: float = 20) -> None:
+    """Until process ``pid`` holds ``path`` open (seen in /proc/PID/fd), not a fixed pause."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+        except OSError:  # gone, or a descriptor closed while listed
+            links = []
+        if str(path.resolve()) in links:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} never opened {path}")
 
 
 def fingerprint(path: Path) -> tuple[bytes, int, int]:

@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import shutil
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from helpers import dumps, invoke, run
 
 from compactor_core.prompts import PROMPTS, SUMMARY_PREFIX
 
 SECRET = "sk-test-SECRET123"
 # Read at import: the suite's isolation fixture clears every CTXPACK_* variable before each test.
 REPORT = os.environ.get("CTXPACK_TEST_REPORT")
-CTXPACK = str(Path(sys.executable).with_name("ctxpack")) if sys.executable else "ctxpack"
-if not os.path.exists(CTXPACK):
-    CTXPACK = shutil.which("ctxpack") or CTXPACK
 
 # A small agent session: a system prompt, a request, tool calls and results (Anthropic blocks),
 # some talk, and the pending request the summary must not swallow.
@@ -105,27 +102,28 @@ def run_ctxpack(
     conversation: Any = CONVERSATION,
     env: dict[str, str] | None = None,
     timeout: float = 60,
+    in_process: bool = False,
 ) -> Run:
-    """``ctxpack ARGS`` in a real process, the conversation on stdin, snapshots in tmp_path."""
+    """``ctxpack ARGS`` in a real process (or, ``in_process``, through click's CliRunner in this
+    one, in ``tmp_path`` too), the conversation on stdin, snapshots in tmp_path."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     transcripts = tmp_path / "transcripts"
-    command = [CTXPACK, *args, "--transcript-dir", str(transcripts)]
+    args = [*args, "--transcript-dir", str(transcripts)]
+    stdin = dumps(conversation)
+    env = env if env is not None else clean_env(tmp_path, OPENAI_API_KEY=SECRET)
     started = time.monotonic()
-    process = subprocess.run(
-        command,
-        input=json.dumps(conversation, ensure_ascii=False).encode(),
-        capture_output=True,
-        env=env if env is not None else clean_env(tmp_path, OPENAI_API_KEY=SECRET),
-        timeout=timeout,
-        cwd=tmp_path,
-    )
-    return Run(
-        process.returncode,
-        process.stdout.decode(),
-        process.stderr.decode(),
-        time.monotonic() - started,
-        transcripts,
-    )
+    if in_process:
+        with contextlib.chdir(tmp_path):
+            result = invoke(*args, stdin=stdin, env=env)
+        status, stdout, stderr = result.exit_code, result.stdout, result.stderr
+    else:
+        process = run(*args, stdin=stdin, cwd=tmp_path, timeout=timeout, env=env)
+        status, stdout, stderr = (
+            process.returncode,
+            process.stdout.decode(),
+            process.stderr.decode(),
+        )
+    return Run(status, stdout, stderr, time.monotonic() - started, transcripts)
 
 
 def snapshots(run: Run) -> list[list[Any]]:

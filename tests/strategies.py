@@ -6,7 +6,9 @@
   answered by one user message of ``tool_result`` blocks (sometimes followed by a text block);
 - ``"openai"``: an assistant message with ``tool_calls``, answered by a run of ``role: "tool"``
   messages, one per call;
-- ``"mixed"``: either, turn by turn.
+- ``"mixed"`` (the default): either, turn by turn. Each turn's style is drawn on its own, so every
+  all-Anthropic and every all-OpenAI conversation is a mixed one too: the properties draw mixed
+  conversations only, rather than running once per style.
 
 Every call is answered by exactly one result that follows it (pair-safe), ids are unique, and the
 text mixes ASCII, CJK (U+3000 included), emoji, accents and odd whitespace so each weight class of

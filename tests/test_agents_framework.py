@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import CORPUS
+from helpers import CORPUS, wait_until_open
 
 from compactor_core.agents import registry
 from compactor_core.agents.compact import SessionOutcome, run_session
@@ -94,7 +94,8 @@ def test_in_use_by_idle_time_and_by_a_writer(tmp_path: Path) -> None:
         [sys.executable, "-c", f"f=open({str(path)!r},'a');input()"], stdin=subprocess.PIPE
     )
     try:
-        time.sleep(0.5)
+        wait_until_open(reader.pid, path)
+        wait_until_open(writer.pid, path)
         status = path.stat()
         assert writer_of(status.st_dev, status.st_ino) == writer.pid  # the reader does not count
         assert f"process {writer.pid}" in (in_use(path, now, 60) or "")

@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 from agents.claude import ClaudeHome
 from agents.conversation import Conversation
-from agents.e2e import TRANSFORMS, baseline_of, check_restore, check_transform, check_unchanged
+from agents.e2e import (
+    TRANSFORMS,
+    Unchanged,
+    check_restore,
+    check_transform,
+    check_unchanged,
+    resume_unchanged,
+)
 from agents.sessions import Session, Workload, make_claude_session
 from helpers import CORPUS
 
@@ -45,14 +52,18 @@ def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
 
 @pytest.fixture(scope="module")
-def baseline(session: Session, tmp_path_factory: pytest.TempPathFactory) -> Conversation:
-    return baseline_of(session, tmp_path_factory.mktemp("baseline"))
+def unchanged(session: Session, tmp_path_factory: pytest.TempPathFactory) -> Unchanged:
+    return resume_unchanged(session, tmp_path_factory.mktemp("baseline"))
 
 
-def test_resumes_an_unchanged_session_sending_what_the_file_holds(
-    session: Session, tmp_path: Path
-) -> None:
-    check_unchanged(session, tmp_path)
+@pytest.fixture(scope="module")
+def baseline(unchanged: Unchanged) -> Conversation:
+    """What the agent sends when it resumes the session unchanged."""
+    return unchanged.sent
+
+
+def test_resumes_an_unchanged_session_sending_what_the_file_holds(unchanged: Unchanged) -> None:
+    check_unchanged(unchanged)
 
 
 @pytest.mark.parametrize("transform", TRANSFORMS)

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import CORPUS, run
+from helpers import CORPUS, run, wait_until_open
 
 KIMI = CORPUS / "originals" / "cc_kimi_516b7270__full.jsonl"
 OLD = time.time() - 3600
@@ -112,7 +112,7 @@ def test_a_session_open_for_writing_is_skipped(tmp_path: Path) -> None:
         [sys.executable, "-c", f"f = open({str(path)!r}, 'ab'); import time; time.sleep(30)"]
     )
     try:
-        time.sleep(0.5)
+        wait_until_open(writer.pid, path)
         os.utime(path, (OLD, OLD))
         skipped = micro(path)
         assert skipped.returncode == 75

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CORPUS, CTXPACK, corpus_files, run
+from helpers import CORPUS, CTXPACK, corpus_files, run, serve_in_background
 from test_batch import encode, expected_micro, mixed_folder, session, tree, write_session
 
 from compactor_core.atomic import TEMP_SUFFIX
@@ -575,8 +575,7 @@ class SlowModel:
             request_queue_size = 128
 
         self.server = Server(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self.thread = serve_in_background(self.server)
 
     @property
     def url(self) -> str:

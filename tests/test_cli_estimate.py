@@ -6,10 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
-from helpers import CORPUS, dumps
-
-from cli.main import cli
+from helpers import corpus_files, dumps, invoke
 
 SPEC_VECTOR = [
     {"role": "user", "content": "你好abc123"},
@@ -18,10 +15,6 @@ SPEC_VECTOR = [
         "content": [{"type": "text", "text": "ok"}, {"type": "tool_result", "content": "结果42"}],
     },
 ]
-
-
-def invoke(*args: str, stdin: bytes | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), input=stdin, catch_exceptions=False)
 
 
 def test_prints_one_integer() -> None:
@@ -123,9 +116,7 @@ def test_several_files(tmp_path: Path) -> None:
 
 
 def test_corpus_bareagent_never_over_default() -> None:
-    for path in sorted(CORPUS.glob("*.json")):
-        if path.name == "manifest.json":
-            continue
+    for path in corpus_files():
         default = int(invoke("estimate", str(path)).stdout)
         bareagent = int(invoke("estimate", "--compat", "bareagent", str(path)).stdout)
         assert 0 < bareagent <= default, path.name

@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 from checks_full import pair_violations
-from click.testing import CliRunner, Result
-from corpus_full import CORPUS, corpus_files
-from helpers import micro_in_place
+from click.testing import Result
+from helpers import CORPUS, corpus_files, invoke, micro_in_place
 from support_full import (
     FAILING_PROVIDERS,
     PREFIX,
@@ -27,7 +26,6 @@ from support_full import (
     session_zh,
 )
 
-from cli.main import cli
 from compactor_core import pipeline
 from compactor_core.errors import ProviderError, RetryableProviderError
 from compactor_core.estimate import estimate, quarters_to_tokens, text_quarters
@@ -41,12 +39,6 @@ TINY = [
     {"role": "assistant", "content": "hello"},
     {"role": "user", "content": "bye"},
 ]
-
-
-def invoke(*args: str, messages: Any = None, stdin: bytes | None = None) -> Result:
-    if messages is not None:
-        stdin = json.dumps(messages, ensure_ascii=False).encode()
-    return CliRunner().invoke(cli, list(args), input=stdin, catch_exceptions=False)
 
 
 def output(result: Result) -> Any:
@@ -368,7 +360,7 @@ def test_restore_gives_the_input_back_after_a_failed_full(use: Any) -> None:
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"no corpus at {CORPUS}")
 @pytest.mark.parametrize("path", corpus_files(), ids=lambda path: path.stem)
 def test_corpus_auto_through_the_cli(path: Path) -> None:
-    result = CliRunner().invoke(cli, ["auto", "--threshold", "1000", str(path)])
+    result = invoke("auto", "--threshold", "1000", str(path))
     assert result.exit_code == 0, result.stderr
     out = output(result)
     assert pair_violations(out) == []

@@ -8,10 +8,11 @@ import stat
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
-from helpers import dumps, fingerprint
+from bad_inputs import BAD_IDS, BAD_INPUTS, assert_one_line_error, bad_file
+from helpers import dumps, fingerprint, invoke
 
-from cli.main import cli
+from compactor_core.errors import InputError
+from compactor_core.formats import parse
 from compactor_core.snapshots import session_id_for_file
 
 
@@ -37,10 +38,6 @@ CHAT = [
     *turn("t4", "grep", "four"),
     *turn("t5", "bash", "five"),
 ]
-
-
-def invoke(*args: str, stdin: bytes | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), input=stdin, catch_exceptions=False)
 
 
 def contents(messages: list[dict]) -> list[str]:
@@ -326,3 +323,34 @@ def test_restore_needs_exactly_one_of_its_options(args: list[str]) -> None:
 def test_restore_list_with_no_snapshots_is_empty() -> None:
     result = invoke("restore", "--list")
     assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+
+
+# --- bad input: every case (test_unix runs one per exit status in a real process) ---------------
+
+
+def parse_error(data: bytes, name: str) -> str:
+    """What the parser says of ``data`` (tests/golden/parse_errors.txt holds each message)."""
+    with pytest.raises(InputError) as raised:
+        parse(data, name)
+    return str(raised.value)
+
+
+@pytest.mark.parametrize(("case", "data", "status", "place"), BAD_INPUTS, ids=BAD_IDS)
+def test_bad_input(
+    case: str, data: bytes, status: int, place: str, tmp_path: Path, transcripts: Path
+) -> None:
+    """One line naming the file and the place, the parser's own message, and nothing touched:
+    from a file (micro, estimate, micro --in-place) and from stdin."""
+    path = bad_file(tmp_path, case, data)
+    before = fingerprint(path)
+    for args in (["micro"], ["estimate"], ["micro", "--in-place"]):
+        result = invoke(*args, str(path))
+        assert result.exit_code == status, (args, result.stderr)
+        line = assert_one_line_error(result.stdout, result.stderr, str(path), place)
+        assert line == f"ctxpack: {parse_error(data, str(path))}\n"
+        assert fingerprint(path) == before
+    assert sorted(os.listdir(tmp_path)) == sorted(["home", "work", path.name])
+    assert not transcripts.exists()
+    result = invoke("micro", stdin=data)
+    assert result.exit_code == status
+    assert_one_line_error(result.stdout, result.stderr, "<stdin>", place)

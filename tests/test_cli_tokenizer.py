@@ -1,4 +1,6 @@
-"""`--tokenizer`, CTXPACK_TOKENIZER and the config file, through the real executable."""
+"""`--tokenizer`, CTXPACK_TOKENIZER and the config file: the exact counts and what needs a
+process of its own (a missing extra, what the heuristic path imports) through the real executable,
+the rest in process (click's CliRunner), where each vocabulary is loaded once."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import REPO, corpus_files, dumps, run
+from helpers import REPO, corpus_files, dumps, invoke, run
 from tokenizer_reference import reference_total
 
 from compactor_core.estimate import counted_texts, estimate
@@ -44,40 +46,39 @@ def test_estimate_prints_the_exact_count(name: str) -> None:
 
 def test_json_says_who_counted_and_shows_the_heuristic_beside_it() -> None:
     path = corpus_files()[1]
-    report = json.loads(run("estimate", "--json", "--tokenizer", "o200k", path).stdout)
-    heuristic = int(run("estimate", path).stdout)
+    report = json.loads(invoke("estimate", "--json", "--tokenizer", "o200k", path).stdout)
+    heuristic = int(invoke("estimate", path).stdout)
     assert report["tokenizer"] == "o200k"
     assert report["tokens"] == report["exact"] == exact("o200k", path)
     assert report["heuristic"] == {
         "tokens": heuristic,
         "ratio": round(heuristic / report["tokens"], 3),
     }
-    plain = json.loads(run("estimate", "--json", path).stdout)
+    plain = json.loads(invoke("estimate", "--json", path).stdout)
     assert plain["tokenizer"] == "heuristic" and "heuristic" not in plain
 
 
 def test_threshold_compares_the_exact_count(tmp_path: Path) -> None:
     path = chinese_session(tmp_path / "zh.json")
-    tokens = int(run("estimate", "--tokenizer", "o200k", path).stdout)
-    assert int(run("estimate", path).stdout) > tokens  # the heuristic says more
-    assert run("estimate", "-q", "--tokenizer", "o200k", "--over", tokens - 1, path).returncode == 0
-    assert run("estimate", "-q", "--tokenizer", "o200k", "--over", tokens, path).returncode == 1
+    tokens = int(invoke("estimate", "--tokenizer", "o200k", path).stdout)
+    assert int(invoke("estimate", path).stdout) > tokens  # the heuristic says more
+    quiet = ("estimate", "-q", "--tokenizer", "o200k", "--over")
+    assert invoke(*quiet, tokens - 1, path).exit_code == 0
+    assert invoke(*quiet, tokens, path).exit_code == 1
 
 
 def test_flag_beats_environment_beats_config_file(tmp_path: Path) -> None:
     path = corpus_files()[0]
     config = tmp_path / "config.toml"
     config.write_text('tokenizer = "qwen3"\n', encoding="utf-8")
-    counts = {
-        name: str(exact(name, path)).encode() + b"\n" for name in ("o200k", "cl100k", "qwen3")
-    }
+    counts = {name: f"{exact(name, path)}\n" for name in ("o200k", "cl100k", "qwen3")}
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("CTXPACK_CONFIG", str(config))
-        assert run("estimate", path).stdout == counts["qwen3"]
+        assert invoke("estimate", path).stdout == counts["qwen3"]
         patch.setenv("CTXPACK_TOKENIZER", "cl100k")
-        assert run("estimate", path).stdout == counts["cl100k"]
-        assert run("estimate", "--tokenizer", "o200k", path).stdout == counts["o200k"]
-        heuristic = run("estimate", "--tokenizer", "heuristic", path).stdout
+        assert invoke("estimate", path).stdout == counts["cl100k"]
+        assert invoke("estimate", "--tokenizer", "o200k", path).stdout == counts["o200k"]
+        heuristic = invoke("estimate", "--tokenizer", "heuristic", path).stdout
     assert int(heuristic) == estimate(parse(path.read_bytes()).messages)
 
 
@@ -114,10 +115,10 @@ def test_a_bad_name_is_one_line_and_exit_78(
         flags = []
     source = tmp_path / "in.json"
     source.write_bytes(dumps([{"role": "user", "content": "hi"}]))
-    result = run(command, *flags, source)
-    assert (result.returncode, result.stdout) == (78, b"")
-    assert message in result.stderr.decode()
-    assert result.stderr.count(b"\n") == 1 and b"Traceback" not in result.stderr
+    result = invoke(command, *flags, source)
+    assert (result.exit_code, result.stdout) == (78, "")
+    assert message in result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 
 
 def test_without_the_extra_one_line_names_what_to_install(tmp_path: Path) -> None:
@@ -162,13 +163,13 @@ def test_the_heuristic_path_imports_no_tokenizer(tmp_path: Path) -> None:
 
 def test_auto_threshold_counts_with_the_tokenizer(tmp_path: Path) -> None:
     path = chinese_session(tmp_path / "zh.json")
-    exact_tokens = int(run("estimate", "--tokenizer", "o200k", path).stdout)
-    threshold = (exact_tokens + int(run("estimate", path).stdout)) // 2
-    by_heuristic = run("auto", "--threshold", threshold, "--no-transcript", path)
-    by_tokens = run(
+    exact_tokens = int(invoke("estimate", "--tokenizer", "o200k", path).stdout)
+    threshold = (exact_tokens + int(invoke("estimate", path).stdout)) // 2
+    by_heuristic = invoke("auto", "--threshold", threshold, "--no-transcript", path)
+    by_tokens = invoke(
         "auto", "--threshold", threshold, "--tokenizer", "o200k", "--stats", "--no-transcript", path
     )
-    assert by_heuristic.returncode == by_tokens.returncode == 0
+    assert by_heuristic.exit_code == by_tokens.exit_code == 0
     assert len(json.loads(by_heuristic.stdout)) < 13  # over by the heuristic: summarized
     assert json.loads(by_tokens.stdout) == json.loads(path.read_bytes())  # not over: as it was
-    assert f"tokens {exact_tokens} -> {exact_tokens}".encode() in by_tokens.stderr
+    assert f"tokens {exact_tokens} -> {exact_tokens}" in by_tokens.stderr

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 from checks_full import first_request, named, pair_violations, quotes_request, tool_paths
-from corpus_full import CORPUS, PATHS_TARGET, corpus_files, measure, size_bound
+from corpus_full import PATHS_TARGET, measure, size_bound
+from helpers import CORPUS, corpus_files
 from support_full import (
     PREFIX,
     SEED_ACK,

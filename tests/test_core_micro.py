@@ -11,7 +11,7 @@ import pytest
 from helpers import assert_only_tool_results_changed, micro_in_place
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import STYLES, conversations
+from strategies import conversations
 
 from compactor_core.micro import MicroResult, content_length, is_marker, marker, micro_compact
 from compactor_core.tools import tool_names, tool_result_turns
@@ -333,10 +333,9 @@ def test_nothing_to_do() -> None:
 
 
 @settings(max_examples=200)  # a key property: more examples
-@pytest.mark.parametrize("style", STYLES)
 @given(data=st.data())
-def test_micro_changes_nothing_but_tool_result_contents(style: str, data: st.DataObject) -> None:
-    messages = data.draw(conversations(style=style))
+def test_micro_changes_nothing_but_tool_result_contents(data: st.DataObject) -> None:
+    messages = data.draw(conversations())
     keep_recent = data.draw(st.integers(-2, 6))
     before = copy.deepcopy(messages)
     micro_in_place(messages, keep_recent=keep_recent)
@@ -346,10 +345,9 @@ def test_micro_changes_nothing_but_tool_result_contents(style: str, data: st.Dat
 
 
 @settings(max_examples=200)  # a key property: more examples
-@pytest.mark.parametrize("style", STYLES)
 @given(data=st.data())
-def test_micro_is_idempotent(style: str, data: st.DataObject) -> None:
-    messages = data.draw(conversations(style=style))
+def test_micro_is_idempotent(data: st.DataObject) -> None:
+    messages = data.draw(conversations())
     keep_recent = data.draw(st.integers(-2, 6))
     exclude = data.draw(st.sets(st.sampled_from(["bash", "Grep", "工具"]), max_size=2))
     min_chars = data.draw(st.sampled_from([0, 0, 5, 40]))

@@ -32,6 +32,8 @@ from compactor_core.pipeline import run as run_job
 
 SUMMARY = re.compile(r"^ctxpack: (\d+) files, (\d+) changed, (\d+) failed, tokens (\d+) -> (\d+)")
 MICRO = ("micro", "--keep-recent", "2")
+KILLED = 160  # sessions of the batch whose worker is killed
+RERUN = 100  # sessions of the batch killed and run again
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +179,8 @@ def test_engine_dask_starts_a_local_cluster_of_j_workers(fs: Any, tmp_path: Path
 
 
 def test_a_worker_killed_mid_task_loses_nothing(fs: Any, cluster: Cluster) -> None:
-    files = {f"k/s{index:04}.json": session(index, tool_calls=12) for index in range(320)}
+    # Enough work that both workers are still busy well after the kill (a few seconds' worth)
+    files = {f"k/s{index:04}.json": session(index, tool_calls=12) for index in range(KILLED)}
     upload(fs, "killed", "in", files)
     batch = subprocess.Popen(
         [
@@ -202,8 +205,8 @@ def test_a_worker_killed_mid_task_loses_nothing(fs: Any, cluster: Cluster) -> No
     # A chunk the dead worker had begun is done again elsewhere: the outputs it had already
     # written whole are current and skipped, the rest are written. Every file is done once.
     files_seen, changed, failed = summary(stderr.decode())[:3]
-    assert (files_seen, failed) == (320, 0)
-    assert changed + skipped(stderr) == 320, stderr
+    assert (files_seen, failed) == (KILLED, 0)
+    assert changed + skipped(stderr) == KILLED, stderr
     assert objects(fs, "killed/out") == expected_micro(files)
     cluster.add_worker()  # for the tests after this one
     cluster.wait_for_workers(2)
@@ -221,7 +224,8 @@ def _busy_worker(client: Any, timeout: float = 60) -> str:
 
 
 def test_a_killed_run_re_run_does_only_the_rest(fs: Any, tmp_path: Path) -> None:
-    files = {f"r/s{index:04}.json": session(index, tool_calls=12) for index in range(200)}
+    # The kill comes once 20 outputs are there: the rest take a second or more to write
+    files = {f"r/s{index:04}.json": session(index, tool_calls=12) for index in range(RERUN)}
     upload(fs, "rerun", "in", files)
     command = [CTXPACK, *MICRO, "-r", "s3://rerun/in/", "-O", "s3://rerun/out/", "-j", "2"]
     batch = subprocess.Popen(command, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -232,22 +236,22 @@ def test_a_killed_run_re_run_does_only_the_rest(fs: Any, tmp_path: Path) -> None
     batch.wait()
     time.sleep(0.3)
     written = len(fs.find("rerun/out"))
-    assert 20 <= written < 200
+    assert 20 <= written < RERUN
 
     again = run(*command[1:])
     assert again.returncode == 0, again.stderr
     assert skipped(again.stderr) == written
-    assert summary(again)[:3] == (200, 200 - written, 0)
+    assert summary(again)[:3] == (RERUN, RERUN - written, 0)
     assert objects(fs, "rerun/out") == expected_micro(files)
 
     fs.pipe_file("rerun/in/r/s0000.json", session(5000))  # a new version of one input
     third = run(*command[1:])
-    assert skipped(third.stderr) == 199 and summary(third)[1] == 1
+    assert skipped(third.stderr) == RERUN - 1 and summary(third)[1] == 1
     assert (
         fs.cat_file("rerun/out/r/s0000.json") == expected_micro({"x.json": session(5000)})["x.json"]
     )
     other_settings = run("micro", "--keep-recent", "1", *command[4:])
-    assert skipped(other_settings.stderr) == 0 and summary(other_settings)[1] == 200
+    assert skipped(other_settings.stderr) == 0 and summary(other_settings)[1] == RERUN
 
 
 def test_in_place_on_object_storage_keeps_the_original(fs: Any, cluster: Cluster) -> None:

@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from providers_support import CONVERSATION, CTXPACK, assert_compacted, clean_env, run_ctxpack
+from helpers import CTXPACK
+from providers_support import CONVERSATION, assert_compacted, clean_env, run_ctxpack
 
 from compactor_core.errors import ConfigError, ProviderError, RetryableProviderError
 from compactor_core.prompts import PROMPTS

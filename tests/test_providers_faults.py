@@ -1,9 +1,14 @@
-"""Provider faults a real model server will not produce on demand, from a scripted local server.
+"""Provider faults a real model server will not produce on demand, from a scripted server.
 
-Every fault goes through the real CLI in a real process (``ctxpack full --provider openai
---base-url http://127.0.0.1:PORT/v1``) and must end as SPEC §3 step 8 says: the input unchanged on
-stdout, one warning line naming the cause, the snapshot on disk, exit 0 — or 69/75 under
-``--strict`` — and the key (``sk-test-SECRET123``) nowhere in stdout, stderr or the snapshots.
+Every fault goes through the whole CLI (``ctxpack full --provider openai --base-url URL``) and
+must end as SPEC §3 step 8 says: the input unchanged on stdout, one warning line naming the cause,
+the snapshot on disk, exit 0 — or 69/75 under ``--strict`` — and the key (``sk-test-SECRET123``)
+nowhere in stdout, stderr or the snapshots.
+
+The grid runs in this process (click's CliRunner), the script answered by an
+``httpx.MockTransport`` and retries slept on a fake clock, so a test takes milliseconds and the
+waits themselves can be asserted. A few smoke tests run the real executable in a real process
+against the real local scripted server: a real stall, a real dropped connection, a key echoed back.
 
 Set ``CTXPACK_TEST_REPORT=FILE`` to have each case's attempts and time appended to FILE as JSON.
 """
@@ -11,8 +16,8 @@ Set ``CTXPACK_TEST_REPORT=FILE`` to have each case's attempts and time appended 
 from __future__ import annotations
 
 import email.utils
+import functools
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,26 +36,55 @@ from providers_support import (
     run_ctxpack,
     snapshots,
 )
-from scripted_server import Drop, Reply, ScriptedServer, Stall, Step, free_port
+from scripted_server import (
+    Drop,
+    FakeClock,
+    Reply,
+    ScriptedServer,
+    ScriptedTransport,
+    Stall,
+    Step,
+    free_port,
+)
 
+from cli import transform
 from compactor_core.errors import ProviderError, RetryableProviderError
 from compactor_core.prompts import PROMPTS
 from compactor_core.providers.base import SummaryRequest
 from compactor_core.providers.http import MAX_RETRY_AFTER, JsonClient, retry_after
 from compactor_core.providers.openai import OpenAISummarizer
-from compactor_core.providers.registry import ProviderSettings
+from compactor_core.providers.registry import ProviderSettings, build_provider
 
 FAILED, RETRYABLE = 69, 75
 
 
 @pytest.fixture
 def server() -> Iterator[ScriptedServer]:
+    """The real scripted server, on a port of 127.0.0.1."""
     server = ScriptedServer()
     yield server
     server.close()
 
 
-def record(name: str, run: Run, server: ScriptedServer) -> None:
+def client_options(monkeypatch: pytest.MonkeyPatch, **options: Any) -> None:
+    """The CLI builds its providers with these JsonClient options (a transport, a sleep)."""
+    patched = functools.partial(build_provider, **options)
+    monkeypatch.setattr(transform, "build_provider", patched)
+
+
+@pytest.fixture
+def scripted(monkeypatch: pytest.MonkeyPatch) -> ScriptedTransport:
+    """The script answered in this process; the CLI's provider talks to it and sleeps on its
+    clock."""
+    scripted = ScriptedTransport()
+    client_options(monkeypatch, transport=scripted.transport, sleep=scripted.clock.sleep)
+    return scripted
+
+
+Scripted = ScriptedServer | ScriptedTransport
+
+
+def record(name: str, run: Run, server: Scripted) -> None:
     report(name, run.seconds, attempts=len(server.requests), status=run.returncode)
 
 
@@ -104,7 +138,7 @@ def openai_error(status: int, message: str, kind: str, code: str | None = None) 
 
 def ctxpack(
     tmp_path: Path,
-    server: ScriptedServer,
+    server: Scripted,
     provider: str = "openai",
     *extra: str,
     strict: bool = False,
@@ -129,7 +163,8 @@ def ctxpack(
     if strict:
         args.append("--strict")
     key = "OPENAI_API_KEY" if provider == "openai" else "ANTHROPIC_API_KEY"
-    return run_ctxpack(tmp_path, args, env=clean_env(tmp_path, **{key: SECRET}))
+    env = clean_env(tmp_path, **{key: SECRET})
+    return run_ctxpack(tmp_path, args, env=env, in_process=isinstance(server, ScriptedTransport))
 
 
 @dataclass(frozen=True)
@@ -334,78 +369,96 @@ FAULTS = [
 ]
 
 
+FAULT = {fault.name: fault for fault in FAULTS}
+
+
+def check_fault(tmp_path: Path, server: Scripted, fault: Fault, strict: bool) -> None:
+    server.script(*fault.steps)
+    run = ctxpack(tmp_path, server, fault.provider, strict=strict, **fault.options)
+    record(fault.name, run, server)
+    assert_best_effort(run, fault.cause, fault.status if strict else 0)
+    assert len(server.requests) == fault.attempts
+    prefix = "ctxpack: <stdin>: summary failed, input left as it was: "
+    assert run.warnings()[0].startswith(prefix)
+
+
 @pytest.mark.parametrize("fault", FAULTS, ids=[fault.name for fault in FAULTS])
-def test_fault(tmp_path: Path, fault: Fault) -> None:
-    """Each fault twice, side by side (two servers, two processes): best effort, then --strict."""
-    servers = [ScriptedServer(), ScriptedServer()]
-    try:
-        for server in servers:
-            server.script(*fault.steps)
-        with ThreadPoolExecutor(2) as pool:
-            runs = list(
-                pool.map(
-                    lambda mode: ctxpack(
-                        tmp_path / mode[0],
-                        mode[1],
-                        fault.provider,
-                        strict=mode[0] == "strict",
-                        **fault.options,
-                    ),
-                    [("best-effort", servers[0]), ("strict", servers[1])],
-                )
-            )
-    finally:
-        for server in servers:
-            server.close()
-    for run, server, status in zip(runs, servers, (0, fault.status), strict=True):
-        record(fault.name, run, server)
-        assert_best_effort(run, fault.cause, status)
-        assert len(server.requests) == fault.attempts
-        prefix = "ctxpack: <stdin>: summary failed, input left as it was: "
-        assert run.warnings()[0].startswith(prefix)
+def test_fault(tmp_path: Path, scripted: ScriptedTransport, fault: Fault) -> None:
+    """Each fault twice: best effort (exit 0), then --strict (69 or 75)."""
+    check_fault(tmp_path / "best-effort", scripted, fault, strict=False)
+    check_fault(tmp_path / "strict", scripted, fault, strict=True)
 
 
-def test_connection_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "name, strict", [("a stalled response", True), ("a wrong key (401), echoed back", False)]
+)
+def test_fault_in_a_real_process(
+    tmp_path: Path, server: ScriptedServer, name: str, strict: bool
+) -> None:
+    """Smoke tests of the grid through the real executable and a real socket: a reply that
+    never comes (a real read timeout), and a key the server echoes (scrubbed from the output
+    and the snapshot files)."""
+    check_fault(tmp_path, server, FAULT[name], strict)
+
+
+def test_connection_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real refused connection (nothing listens on the port), retried without waiting."""
+    clock = FakeClock()
+    client_options(monkeypatch, sleep=clock.sleep)
     args = ["full", "--provider", "openai", "--base-url", f"http://127.0.0.1:{free_port()}/v1"]
-    run = run_ctxpack(tmp_path, [*args, "--retries", "1", "--strict"])
+    run = run_ctxpack(tmp_path, [*args, "--retries", "1", "--strict"], in_process=True)
     assert_best_effort(run, "connection failed: ", RETRYABLE)
     assert "(after 2 attempts)" in run.stderr
+    assert len(clock.slept) == 1
 
 
 # --- recoveries: a retry that succeeds is no failure ---------------------------------------------
 
 
-def test_500_then_200_is_retried(tmp_path: Path, server: ScriptedServer) -> None:
-    server.script(Reply(500, {"error": {"message": "boom"}}), Reply(200, chat()))
-    run = ctxpack(tmp_path, server, strict=True)
-    record("500 then 200", run, server)
+def test_500_then_200_is_retried(tmp_path: Path, scripted: ScriptedTransport) -> None:
+    scripted.script(Reply(500, {"error": {"message": "boom"}}), Reply(200, chat()))
+    run = ctxpack(tmp_path, scripted, strict=True)
+    record("500 then 200", run, scripted)
     assert_compacted(run, SUMMARY)
-    assert len(server.requests) == 2
-    assert server.requests[0].body == server.requests[1].body
+    assert len(scripted.requests) == 2
+    assert scripted.requests[0].body == scripted.requests[1].body
+    [wait] = scripted.clock.slept
+    assert 0.25 <= wait <= 0.5  # the first backoff, with equal jitter
 
 
-def test_429_retry_after_is_honoured(tmp_path: Path, server: ScriptedServer) -> None:
-    server.script(
+def test_429_retry_after_is_honoured(tmp_path: Path, scripted: ScriptedTransport) -> None:
+    scripted.script(
         Reply(429, {"error": {"message": "slow down"}}, {"retry-after": "1"}), Reply(200, chat())
     )
-    run = ctxpack(tmp_path, server, strict=True)
-    record("429 Retry-After 1 then 200", run, server)
+    run = ctxpack(tmp_path, scripted, strict=True)
+    record("429 Retry-After 1 then 200", run, scripted)
     assert_compacted(run, SUMMARY)
-    first, second = server.requests
-    assert second.at - first.at >= 0.95
+    first, second = scripted.requests
+    assert scripted.clock.slept == [1.0]
+    assert second.at - first.at == 1.0
 
 
-def test_anthropic_529_then_200(tmp_path: Path, server: ScriptedServer) -> None:
-    server.script(
+def test_anthropic_529_then_200(tmp_path: Path, scripted: ScriptedTransport) -> None:
+    scripted.script(
         anthropic_error(529, "overloaded_error", "Overloaded"), Reply(200, anthropic_message())
     )
-    run = ctxpack(tmp_path, server, "anthropic", strict=True)
-    record("Anthropic 529 then 200", run, server)
+    run = ctxpack(tmp_path, scripted, "anthropic", strict=True)
+    record("Anthropic 529 then 200", run, scripted)
     assert_compacted(run, SUMMARY)
-    assert len(server.requests) == 2
+    assert len(scripted.requests) == 2
 
 
-def test_dropped_connection_then_200(tmp_path: Path, server: ScriptedServer) -> None:
+def test_dropped_connection_then_200(tmp_path: Path, scripted: ScriptedTransport) -> None:
+    scripted.script(Drop(), Reply(200, chat()))
+    run = ctxpack(tmp_path, scripted, strict=True)
+    assert_compacted(run, SUMMARY)
+    assert len(scripted.requests) == 2
+
+
+def test_dropped_connection_then_200_in_a_real_process(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
+    """Smoke test: a real server closing a real connection, the retry, the summary."""
     server.script(Drop(), Reply(200, chat()))
     run = ctxpack(tmp_path, server, strict=True)
     assert_compacted(run, SUMMARY)
@@ -415,11 +468,11 @@ def test_dropped_connection_then_200(tmp_path: Path, server: ScriptedServer) -> 
 # --- what is sent --------------------------------------------------------------------------------
 
 
-def test_openai_request_shape(tmp_path: Path, server: ScriptedServer) -> None:
-    server.script(Reply(200, chat()))
-    run = ctxpack(tmp_path, server)
+def test_openai_request_shape(tmp_path: Path, scripted: ScriptedTransport) -> None:
+    scripted.script(Reply(200, chat()))
+    run = ctxpack(tmp_path, scripted)
     assert_compacted(run, SUMMARY)
-    (request,) = server.requests
+    (request,) = scripted.requests
     assert request.path == "/v1/chat/completions"
     assert request.headers["authorization"] == f"Bearer {SECRET}"
     assert request.headers["content-type"] == "application/json"
@@ -432,11 +485,11 @@ def test_openai_request_shape(tmp_path: Path, server: ScriptedServer) -> None:
     assert_user_prompt(user["content"])
 
 
-def test_anthropic_request_shape(tmp_path: Path, server: ScriptedServer) -> None:
-    server.script(Reply(200, anthropic_message()))
-    run = ctxpack(tmp_path, server, "anthropic")
+def test_anthropic_request_shape(tmp_path: Path, scripted: ScriptedTransport) -> None:
+    scripted.script(Reply(200, anthropic_message()))
+    run = ctxpack(tmp_path, scripted, "anthropic")
     assert_compacted(run, SUMMARY)
-    (request,) = server.requests
+    (request,) = scripted.requests
     assert request.path == "/v1/messages"
     assert request.headers["x-api-key"] == SECRET
     assert request.headers["anthropic-version"] == "2023-06-01"
@@ -457,47 +510,51 @@ def assert_user_prompt(prompt: str) -> None:
     assert "CHANGELOG" not in prompt  # the pending turn is not summarized
 
 
-def test_no_key_no_authorization_header(tmp_path: Path, server: ScriptedServer) -> None:
+def test_no_key_no_authorization_header(tmp_path: Path, scripted: ScriptedTransport) -> None:
     """A local server needs no key; none is invented."""
-    server.script(Reply(200, chat()))
-    args = ["full", "--provider", "openai", "--base-url", f"{server.url}/v1"]
-    run = run_ctxpack(tmp_path, args, env=clean_env(tmp_path))
+    scripted.script(Reply(200, chat()))
+    args = ["full", "--provider", "openai", "--base-url", f"{scripted.url}/v1"]
+    run = run_ctxpack(tmp_path, args, env=clean_env(tmp_path), in_process=True)
     assert_compacted(run, SUMMARY)
-    assert "authorization" not in server.requests[0].headers
+    assert "authorization" not in scripted.requests[0].headers
 
 
 def test_options_model_and_max_tokens_reach_the_request(
-    tmp_path: Path, server: ScriptedServer
+    tmp_path: Path, scripted: ScriptedTransport
 ) -> None:
-    server.script(Reply(200, chat()))
-    ctxpack(tmp_path, server, "openai", "--max-tokens", "123", "--lang", "en")
-    body = server.requests[0].body
+    scripted.script(Reply(200, chat()))
+    ctxpack(tmp_path, scripted, "openai", "--max-tokens", "123", "--lang", "en")
+    body = scripted.requests[0].body
     assert body["max_tokens"] == 123
     assert body["messages"][0]["content"] == PROMPTS["en"].system
 
 
-def test_summary_is_kept_exactly_but_for_the_key(tmp_path: Path, server: ScriptedServer) -> None:
+def test_summary_is_kept_exactly_but_for_the_key(
+    tmp_path: Path, scripted: ScriptedTransport
+) -> None:
     """Whitespace and all; a key the server echoes into the summary is scrubbed (--stats too)."""
     summary = "  Goal: fix the login test.\n\n- src/auth.py changed\n\n"
-    server.script(Reply(200, chat(f"{summary}key={SECRET}\n")))
-    run = ctxpack(tmp_path, server, "openai", "--stats")
+    scripted.script(Reply(200, chat(f"{summary}key={SECRET}\n")))
+    run = ctxpack(tmp_path, scripted, "openai", "--stats")
     assert run.returncode == 0 and "tokens" in run.stderr
     assert run.output[1]["content"] == f"[Context Compressed]\n{summary}key=[redacted]\n"
     assert_no_secret(run)
 
 
-def test_bad_key_characters_are_a_config_error(tmp_path: Path, server: ScriptedServer) -> None:
-    args = ["full", "--provider", "openai", "--base-url", f"{server.url}/v1"]
+def test_bad_key_characters_are_a_config_error(tmp_path: Path, scripted: ScriptedTransport) -> None:
+    args = ["full", "--provider", "openai", "--base-url", f"{scripted.url}/v1"]
     env = clean_env(tmp_path, OPENAI_API_KEY="sk-test-SECRET123\u201d")
-    run = run_ctxpack(tmp_path, args, env=env)
+    run = run_ctxpack(tmp_path, args, env=env, in_process=True)
     assert run.returncode == 78
     assert run.stdout == ""
     assert "OPENAI_API_KEY" in run.stderr and "SECRET123" not in run.stderr
-    assert server.requests == []
+    assert scripted.requests == []
 
 
 def test_missing_key_for_the_hosted_service(tmp_path: Path) -> None:
-    run = run_ctxpack(tmp_path, ["full", "--provider", "anthropic"], env=clean_env(tmp_path))
+    run = run_ctxpack(
+        tmp_path, ["full", "--provider", "anthropic"], env=clean_env(tmp_path), in_process=True
+    )
     assert run.returncode == 78
     assert run.stderr == "ctxpack: no API key for provider 'anthropic': set ANTHROPIC_API_KEY\n"
     assert run.stdout == "" and snapshots(run) == []
@@ -507,7 +564,7 @@ def test_missing_key_for_the_hosted_service(tmp_path: Path) -> None:
 def test_auto_needs_no_key_when_no_summary_is_needed(tmp_path: Path, provider: str) -> None:
     """Under the threshold auto only micro-compacts: no model is asked, so no key is needed."""
     args = ["auto", "--provider", provider, "--threshold", "1000000", "--stats"]
-    run = run_ctxpack(tmp_path, args, env=clean_env(tmp_path))
+    run = run_ctxpack(tmp_path, args, env=clean_env(tmp_path), in_process=True)
     assert run.returncode == 0, run.stderr
     assert run.output[0] == CONVERSATION[0]
     assert "summary" not in run.stderr and snapshots(run) == []
@@ -515,7 +572,7 @@ def test_auto_needs_no_key_when_no_summary_is_needed(tmp_path: Path, provider: s
 
 @pytest.mark.parametrize("command", [["auto", "--threshold", "0"], ["full"]])
 def test_a_missing_key_is_78_once_a_summary_is_needed(
-    tmp_path: Path, server: ScriptedServer, command: list[str]
+    tmp_path: Path, scripted: ScriptedTransport, command: list[str]
 ) -> None:
     """Over the threshold (or ``full``) the key is checked before any request or snapshot.
 
@@ -523,18 +580,18 @@ def test_a_missing_key_is_78_once_a_summary_is_needed(
     needs one: it must see no request at all.
     """
     config = tmp_path / "config.toml"
-    config.write_text(f'[openai]\nbase_url = "{server.url}/v1"\napi_key_env = "MY_KEY"\n')
+    config.write_text(f'[openai]\nbase_url = "{scripted.url}/v1"\napi_key_env = "MY_KEY"\n')
     env = clean_env(tmp_path, CTXPACK_CONFIG=str(config))
-    run = run_ctxpack(tmp_path, [*command, "--provider", "openai"], env=env)
+    run = run_ctxpack(tmp_path, [*command, "--provider", "openai"], env=env, in_process=True)
     assert run.returncode == 78
     assert run.stderr == "ctxpack: no API key for provider 'openai': set MY_KEY\n"
     assert run.stdout == "" and snapshots(run) == []
-    assert server.requests == []
+    assert scripted.requests == []
 
 
 def test_a_base_url_without_a_scheme_is_a_config_error(tmp_path: Path) -> None:
     args = ["full", "--provider", "openai", "--base-url", "localhost:11434/v1"]
-    run = run_ctxpack(tmp_path, args, env=clean_env(tmp_path))
+    run = run_ctxpack(tmp_path, args, env=clean_env(tmp_path), in_process=True)
     assert run.returncode == 78
     assert run.stderr == (
         "ctxpack: base URL 'localhost:11434/v1' for provider 'openai' must start with http:// "

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from bad_inputs import BAD_INPUTS, assert_one_line_error, bad_file
 from helpers import CORPUS, CTXPACK, corpus_files, dumps, fingerprint, run
 
 from cli.exit_codes import ExitStatus
@@ -51,90 +52,28 @@ def test_the_executable_is_installed() -> None:
 
 
 # --- bad input -----------------------------------------------------------------------------------
+# Every case of bad_inputs runs in process (test_cli_micro), its message in tests/golden/
+# parse_errors.txt; here, through the real executable: one case per exit status, from a file and
+# from stdin, and every case in one real batch.
 
-# (case name, file contents, exit status, what stderr must name besides the file)
-BAD_INPUTS: list[tuple[str, bytes, int, str]] = [
-    ("empty", b"", 65, "empty input"),
-    ("blank", b" \n\n\t ", 65, "empty input"),
-    ("bom only", b"\xef\xbb\xbf", 65, "empty input"),
-    ("truncated", b'[{"role":"us', 65, "line 1, column 10"),
-    ("open object", b"[{", 65, "line 1, column 3"),
-    ("trailing comma", b'[{"role":"user"},]', 65, "line 1, column 18"),
-    ("single quotes", b"[{'role':'user'}]", 65, "line 1, column 3"),
-    ("second line", b'[\n{"role":"user"}\n{"role":"user"}]', 65, "line 3, column 1"),
-    ("nan", b'[{"role":"user","n":NaN}]', 65, "NaN"),
-    ("infinity", b'[{"role":"user","n":-Infinity}]', 65, "Infinity"),
-    ("number too large", b'[{"role":"user",\n"n":1e999}]', 65, "line 2, column 5"),
-    ("two documents", b"[] []", 65, "line 1, column 4"),
-    ("garbage after", b"[]x", 65, "line 1, column 3"),
-    ("invalid utf-8", b'[{"role":"user","content":"\xff"}]', 65, "line 1, byte 28"),
-    ("utf-16", '[{"role":"user"}]'.encode("utf-16"), 65, "byte 1"),
-    ("deep nesting", b"[" * 50_000 + b"]" * 50_000, 65, "nested more than"),
-    (
-        "deep message",
-        b'[{"role":"user","content":' + b"[" * 300 + b"]" * 300 + b"}]",
-        65,
-        "messages[0]: nested",
-    ),
-    ("number", b"42", 65, "got a number"),
-    ("string", b'"hello"', 65, "got a string"),
-    ("null", b"null", 65, "got null"),
-    ("object", b'{"model":"m"}', 65, "got an object"),
-    ("messages not array", b'{"messages":"x"}', 65, '"messages" must be an array'),
-    ("message not object", b'[{"role":"user"},"hi"]', 65, "messages[1]: a message must be"),
-    ("role missing", b'[{"content":"x"}]', 65, 'messages[0]: "role" is missing'),
-    ("role number", b'[{"role":1}]', 65, 'messages[0]: "role" must be a string'),
-    ("content number", b'[{"role":"user","content":1}]', 65, "messages[0].content"),
-    ("content object", b'[{"role":"user","content":{}}]', 65, "messages[0].content"),
-    ("tool_calls object", b'[{"role":"a","tool_calls":{}}]', 65, "messages[0].tool_calls"),
-    ("tool call string", b'[{"role":"a","tool_calls":[1]}]', 65, "messages[0].tool_calls[0]"),
-    (
-        "function string",
-        b'[{"role":"a","tool_calls":[{"function":"f"}]}]',
-        65,
-        "messages[0].tool_calls[0].function",
-    ),
-    ("envelope message", b'{"model":"m","messages":[{"role":"user"},[]]}', 65, "messages[1]"),
-    ("jsonl bad line", b'{"role":"user"}\n{"role":"user"}\n{"role":\n', 65, "line 3"),
-    ("jsonl array line", b'{"role":"user"}\n\n[1]\n', 65, "line 3"),
-    ("jsonl no role", b'{"role":"user"}\n{"content":"x"}\n', 65, 'line 2: "role" is missing'),
-]
-BAD_IDS = [case[0] for case in BAD_INPUTS]
+ONE_PER_STATUS = list({case[2]: case for case in reversed(BAD_INPUTS)}.values())
 
 
-def assert_one_line_error(result: subprocess.CompletedProcess[bytes], *names: str) -> str:
-    """Nothing on stdout; exactly one line on stderr naming everything in ``names``."""
-    assert result.stdout == b""
-    stderr = result.stderr.decode("utf-8", "replace")
-    assert "Traceback" not in stderr
-    assert stderr.count("\n") == 1 and stderr.endswith("\n"), stderr
-    assert stderr.startswith("ctxpack: "), stderr
-    for name in names:
-        assert name in stderr, (name, stderr)
-    return stderr
-
-
-def bad_file(directory: Path, case: str, data: bytes) -> Path:
-    path = directory / f"{case.replace(' ', '-')}.json"
-    path.write_bytes(data)
-    os.utime(path, ns=(1_000_000_000, 1_000_000_000))  # a change would show in the mtime
-    return path
-
-
-@pytest.mark.parametrize(
-    ("command", "case", "data", "status", "place"),
-    [(["micro", "estimate"][n % 2], *case) for n, case in enumerate(BAD_INPUTS)],
-    ids=BAD_IDS,
-)
-def test_bad_input_file(
-    command: str, case: str, data: bytes, status: int, place: str, tmp_path: Path
-) -> None:
+@pytest.mark.parametrize(("case", "data", "status", "place"), ONE_PER_STATUS)
+def test_bad_input_file(case: str, data: bytes, status: int, place: str, tmp_path: Path) -> None:
     path = bad_file(tmp_path, case, data)
     before = fingerprint(path)
-    result = run(command, path)
+    result = run("micro", path)
     assert result.returncode == status, result.stderr
-    assert_one_line_error(result, str(path), place)
+    assert_one_line_error(result.stdout, result.stderr, str(path), place)
     assert fingerprint(path) == before
+
+
+@pytest.mark.parametrize(("case", "data", "status", "place"), ONE_PER_STATUS)
+def test_bad_input_on_stdin(case: str, data: bytes, status: int, place: str) -> None:
+    result = run("estimate", stdin=data)
+    assert result.returncode == status
+    assert_one_line_error(result.stdout, result.stderr, "<stdin>", place)
 
 
 def test_bad_input_files_in_place_are_left_alone(tmp_path: Path, transcripts: Path) -> None:
@@ -158,33 +97,8 @@ def test_bad_input_files_in_place_are_left_alone(tmp_path: Path, transcripts: Pa
     assert not transcripts.exists()
 
 
-@pytest.mark.parametrize(("case", "data", "status", "place"), BAD_INPUTS[::7], ids=BAD_IDS[::7])
-def test_bad_input_file_in_place_alone(
-    case: str, data: bytes, status: int, place: str, tmp_path: Path, transcripts: Path
-) -> None:
-    path = bad_file(tmp_path, case, data)
-    before = fingerprint(path)
-    result = run("micro", "--in-place", path)
-    assert result.returncode == status
-    assert_one_line_error(result, str(path), place)
-    assert fingerprint(path) == before
-    assert sorted(os.listdir(tmp_path)) == sorted(["home", "work", path.name])
-    assert not transcripts.exists()
-
-
 def test_at_least_25_bad_inputs() -> None:
     assert len(BAD_INPUTS) >= 25
-
-
-@pytest.mark.parametrize(
-    ("case", "data", "place"),
-    [case[:2] + case[3:] for case in BAD_INPUTS[::5]],
-    ids=BAD_IDS[::5],
-)
-def test_bad_input_on_stdin(case: str, data: bytes, place: str) -> None:
-    result = run("micro", stdin=data)
-    assert result.returncode == ExitStatus.DATA_ERROR
-    assert_one_line_error(result, "<stdin>", place)
 
 
 def test_missing_file_is_66(tmp_path: Path) -> None:
@@ -192,7 +106,7 @@ def test_missing_file_is_66(tmp_path: Path) -> None:
     for args in (["estimate"], ["micro"], ["micro", "--in-place"]):
         result = run(*args, missing)
         assert result.returncode == ExitStatus.NO_INPUT
-        assert_one_line_error(result, str(missing), "no such file")
+        assert_one_line_error(result.stdout, result.stderr, str(missing), "no such file")
     assert not missing.exists()
 
 
@@ -202,7 +116,7 @@ def test_directory_is_66(tmp_path: Path) -> None:
     for args in (["estimate"], ["micro", "--in-place"]):
         result = run(*args, folder)
         assert result.returncode == ExitStatus.NO_INPUT
-        assert_one_line_error(result, str(folder), "directory")
+        assert_one_line_error(result.stdout, result.stderr, str(folder), "directory")
 
 
 # Each command suggests only the flags it takes, and only those still missing.
@@ -250,7 +164,7 @@ def test_path_through_a_file_is_66(tmp_path: Path) -> None:
     file.write_bytes(b"[]")
     result = run("estimate", file / "inner.json")
     assert result.returncode == ExitStatus.NO_INPUT
-    assert_one_line_error(result, str(file / "inner.json"))
+    assert_one_line_error(result.stdout, result.stderr, str(file / "inner.json"))
 
 
 def test_dangling_link_is_66(tmp_path: Path) -> None:
@@ -258,7 +172,7 @@ def test_dangling_link_is_66(tmp_path: Path) -> None:
     link.symlink_to(tmp_path / "gone.json")
     result = run("micro", "--in-place", link)
     assert result.returncode == ExitStatus.NO_INPUT
-    assert_one_line_error(result, str(link))
+    assert_one_line_error(result.stdout, result.stderr, str(link))
     assert link.is_symlink() and not (tmp_path / "gone.json").exists()
 
 
@@ -269,7 +183,7 @@ def test_unreadable_file_is_66(tmp_path: Path) -> None:
     secret.chmod(0)
     result = run("estimate", secret)
     assert result.returncode == ExitStatus.NO_INPUT
-    assert_one_line_error(result, str(secret))
+    assert_one_line_error(result.stdout, result.stderr, str(secret))
 
 
 def test_one_bad_file_among_good_ones(tmp_path: Path) -> None:
@@ -643,9 +557,9 @@ def test_session_ids_with_slashes_or_dots_are_a_usage_error(
     before = fingerprint(path)
     result = run("micro", "--in-place", "--session-id", session_id, path)
     assert result.returncode == ExitStatus.USAGE
-    assert_one_line_error(result, "invalid session id")
+    assert_one_line_error(result.stdout, result.stderr, "invalid session id")
     assert fingerprint(path) == before
     assert not transcripts.exists()
     restore = run("restore", "--session-id", session_id)
     assert restore.returncode == ExitStatus.USAGE
-    assert_one_line_error(restore, "invalid session id")
+    assert_one_line_error(restore.stdout, restore.stderr, "invalid session id")

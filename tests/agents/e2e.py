@@ -6,13 +6,14 @@ the file and a test must not see another's changes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from helpers import run
 
 from agents.checks import Shrink, assert_full, assert_micro, assert_same_conversation
 from agents.conversation import Conversation
-from agents.records import tool_results
+from agents.records import FileResults, tool_results
 from agents.resume import resume
 from agents.sessions import Session
 
@@ -26,11 +27,27 @@ TRANSFORMS = {
 }
 
 
-def check_unchanged(session: Session, scratch: Path) -> None:
-    """The agent resumes its own session and sends what the file holds."""
+@dataclass(frozen=True)
+class Unchanged:
+    """A resume of an unchanged copy of a session: what the file held, what the agent sent.
+
+    One per session serves both as the baseline the transformations are compared with and as
+    the check that the agent sends what the file holds."""
+
+    held: FileResults
+    sent: Conversation
+
+
+def resume_unchanged(session: Session, scratch: Path) -> Unchanged:
+    """The agent resumes an unchanged copy of its own session."""
     copy = session.copy_to(scratch / "unchanged")
     held = tool_results(copy)
-    sent = resume(copy)
+    return Unchanged(held, resume(copy))
+
+
+def check_unchanged(unchanged: Unchanged) -> None:
+    """The agent sent what the file holds."""
+    held, sent = unchanged.held, unchanged.sent
     assert sent.pairing_problems() == []
     assert held.since_compaction <= set(sent.results), "a result after the compaction was not sent"
     for call_id, content in sent.results.items():
@@ -59,8 +76,3 @@ def check_restore(session: Session, baseline: Conversation, scratch: Path) -> No
     assert done.returncode == 0, done.stderr.decode()
     assert copy.path.read_bytes() == original
     assert_same_conversation(baseline, resume(copy))
-
-
-def baseline_of(session: Session, scratch: Path) -> Conversation:
-    """What the agent sends when it resumes the session unchanged."""
-    return resume(session.copy_to(scratch / "baseline"))

@@ -25,6 +25,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import urlsplit
 
+from helpers import serve_in_background
+
 from agents import anthropic_api, responses_api
 from agents.script import Reply, Script
 
@@ -61,8 +63,7 @@ class ModelServer:
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self._thread = serve_in_background(self._server)
 
     @property
     def url(self) -> str:
