@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from compactor_core.agents.in_place import SessionSettings
     from compactor_core.agents.session import Session
     from compactor_core.batch import FileReport
+    from compactor_core.estimate import Counter
     from compactor_core.pipeline import Job
     from compactor_core.providers.base import Summarizer
 
@@ -89,14 +90,23 @@ def index(source: Opened) -> Session:
     return index_session(source.handle, source.format, source.label)
 
 
-def estimate_report(source: Opened, session: Session) -> dict[str, Any]:
+def view_tokens(source: Opened, session: Session, counter: Counter) -> int:
+    """The view's count: the heuristic's comes from the index, a tokenizer reads the view."""
+    from compactor_core.agents.session import load_view
+    from compactor_core.estimate import HEURISTIC, estimate
+
+    if counter is HEURISTIC:
+        return session.tokens
+    return estimate(load_view(source.handle, session), counter=counter)
+
+
+def estimate_report(source: Opened, session: Session, counter: Counter) -> dict[str, Any]:
     """``estimate --json`` of a session file: the view's breakdown, and the file's make-up."""
     from compactor_core.agents.session import load_view
     from compactor_core.estimate import breakdown
 
-    messages = load_view(source.handle, session)
     return {
-        **breakdown(messages),
+        **breakdown(load_view(source.handle, session), counter=counter),
         "format": source.format.name,
         "bytes": session.size,
         "records": session.records(),

@@ -226,10 +226,14 @@ def _estimate_file(
 
     with agent_files.opened(name, format_name) as given:
         if isinstance(given, agent_files.Opened):
-            if counter is not HEURISTIC:
-                raise click.UsageError(f"{name}: --tokenizer does not count session files yet")
             session = agent_files.index(given)
-            return session.tokens, agent_files.estimate_report(given, session) if as_json else {}
+            tokens = agent_files.view_tokens(given, session, counter)
+            if not as_json:
+                return tokens, {}
+            report = agent_files.estimate_report(given, session, counter)
+            if counter is not HEURISTIC:
+                report["heuristic"] = _beside(session.tokens, tokens)
+            return tokens, report
         conversation = given.parse()
         tokens = estimate(conversation.messages, conversation.system, bareagent, counter)
         if not as_json:

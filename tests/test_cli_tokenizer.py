@@ -173,3 +173,41 @@ def test_auto_threshold_counts_with_the_tokenizer(tmp_path: Path) -> None:
     assert len(json.loads(by_heuristic.stdout)) < 13  # over by the heuristic: summarized
     assert json.loads(by_tokens.stdout) == json.loads(path.read_bytes())  # not over: as it was
     assert f"tokens {exact_tokens} -> {exact_tokens}" in by_tokens.stderr
+
+
+# --- agents' session files -----------------------------------------------------------------------
+
+
+def claude_session(tmp_path: Path) -> Path:
+    path = tmp_path / "session.jsonl"
+    path.write_bytes((REPO / "tests" / "fixtures" / "claude_code" / "session.jsonl").read_bytes())
+    return path
+
+
+def test_a_session_file_is_counted_by_its_view(tmp_path: Path) -> None:
+    from compactor_core.agents.records import open_file
+    from compactor_core.agents.session import detect, index_session, load_view
+
+    path = claude_session(tmp_path)
+    with open_file(str(path), "s") as handle:
+        session = index_session(handle, detect(handle, "auto", "s"), "s")
+        view = load_view(handle, session)
+    tokens = reference_total("o200k", counted_texts(view))
+    assert int(invoke("estimate", "--tokenizer", "o200k", path).stdout) == tokens
+    report = json.loads(invoke("estimate", "--json", "--tokenizer", "o200k", path).stdout)
+    assert (report["tokens"], report["format"]) == (tokens, "claude-code")
+    assert report["heuristic"]["tokens"] == session.tokens != tokens
+
+
+def test_auto_on_a_session_file_decides_by_the_tokenizer(tmp_path: Path) -> None:
+    path = claude_session(tmp_path)
+    exact_tokens = int(invoke("estimate", "--tokenizer", "o200k", path).stdout)
+    heuristic = int(invoke("estimate", path).stdout)
+    threshold = (exact_tokens + heuristic) // 2  # over by one count, not by the other
+    common = ("auto", "--keep-recent", "99", "--threshold", threshold, "--no-transcript")
+    # a session file streams to the real standard output: a real process
+    results = {name: run(*common, "--tokenizer", name, path) for name in ("heuristic", "o200k")}
+    assert {result.returncode for result in results.values()} == {0}
+    summarized = {name: result.stdout != path.read_bytes() for name, result in results.items()}
+    assert summarized == {"heuristic": heuristic > threshold, "o200k": exact_tokens > threshold}
+    assert summarized["heuristic"] != summarized["o200k"]

@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import ProviderError
-from ..estimate import estimate_quarters, quarters_to_tokens
+from ..estimate import HEURISTIC, Counter, estimate, estimate_quarters, quarters_to_tokens
 from ..full import find_pending_turn, full_compact, has_source
 from ..micro import is_marker, micro_compact
 from ..pipeline import Job, default_provider
 from ..providers.base import Summarizer
 from ..settings import Settings
 from ..status import Status
+from ..tokenizers import counter as counter_named
 from ..tools import UNKNOWN_TOOL, tool_result_turns
 from .base import Compaction, Record, ToolResult
 from .session import Session, load_view, pick, piece_quarters, read_record, result_holders
@@ -194,11 +195,16 @@ def run_session(
     settings = job.settings
     plan = plan_micro(session, settings)
     change = micro_change(session, plan, settings)
-    before = session.tokens if session.measured else None
+    counter = counter_named(settings.tokenizer)
+    before = _view_tokens(handle, session, counter) if session.measured else None
     if job.command == "micro" or job.command == "auto":
         after = before
         if plan.touches_view(session) and session.measured:
-            after = view_tokens_after(handle, session, plan, change)
+            after = (
+                view_tokens_after(handle, session, plan, change)
+                if counter is HEURISTIC
+                else _view_tokens(handle, session, counter, _micro_first(plan, change))
+            )
         outcome = SessionOutcome(
             change,
             plan.records | plan.copies,
@@ -213,7 +219,7 @@ def run_session(
             return outcome
     else:
         outcome = SessionOutcome(tokens_before=before, tokens_after=before)
-    outcome = _full(handle, session, settings, plan, change, around, outcome)
+    outcome = _full(handle, session, settings, plan, change, around, outcome, counter)
     if job.command == "auto" and outcome.error is None and outcome.full != Status.WOULD_RUN:
         outcome.over_threshold = (outcome.tokens_after or 0) > settings.threshold
     return outcome
@@ -227,12 +233,10 @@ def _full(
     change: Callable[[int, Record], bool],
     around: Surroundings,
     outcome: SessionOutcome,
+    counter: Counter,
 ) -> SessionOutcome:
-    def micro_first(index: int, record: Record) -> None:
-        if plan.touches(index):
-            change(index, record)
-
-    in_view = load_view(handle, session, micro_first)  # old results: markers, little memory
+    # old results: markers, little memory
+    in_view = load_view(handle, session, _micro_first(plan, change))
     pending = find_pending_turn(in_view, settings.compat)
     if around.dry_run:
         outcome.full = Status.WOULD_RUN if has_source(in_view, pending) else Status.NOTHING
@@ -262,5 +266,29 @@ def _full(
     outcome.append = session.format.compaction_records(compaction)
     outcome.summary = result.summary
     appended = [message for record in outcome.append for message in session.format.messages(record)]
-    outcome.tokens_after = quarters_to_tokens(estimate_quarters(appended))
+    outcome.tokens_after = estimate(appended, counter=counter)
     return outcome
+
+
+def _micro_first(
+    plan: MicroPlan, change: Callable[[int, Record], bool]
+) -> Callable[[int, Record], None]:
+    """``change`` for the records the plan touches: the view as micro compaction leaves it."""
+
+    def micro_first(index: int, record: Record) -> None:
+        if plan.touches(index):
+            change(index, record)
+
+    return micro_first
+
+
+def _view_tokens(
+    handle: BinaryIO,
+    session: Session,
+    counter: Counter,
+    change: Callable[[int, Record], None] | None = None,
+) -> int:
+    """The view's count: the heuristic's adds up from the index; a tokenizer reads the view."""
+    if counter is HEURISTIC and change is None:
+        return session.tokens
+    return estimate(load_view(handle, session, change), counter=counter)
