@@ -9,7 +9,6 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from compactor_core.agents.records import open_file
@@ -67,6 +66,8 @@ def stream(
     output: str | None,
 ) -> FileReport:
     """The command's result, the whole new file, to stdout or (atomically) to ``output``."""
+    from pathlib import Path
+
     from compactor_core.agents.in_place import report, transform
     from compactor_core.agents.write import session_chunks
     from compactor_core.atomic import atomic_write_chunks, write_chunks

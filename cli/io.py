@@ -6,7 +6,6 @@ import os
 import sys
 from dataclasses import dataclass
 from io import UnsupportedOperation
-from pathlib import Path
 
 import click
 
@@ -55,7 +54,8 @@ def read_input(name: str) -> Input:
 
             if is_url(name):
                 return Input(name, read(name))
-        return Input(name, Path(name).read_bytes())
+        with open(name, "rb") as file:
+            return Input(name, file.read())
     except FileNotFoundError:
         raise InputUnreadable(f"{name}: no such file") from None
     except IsADirectoryError:
