@@ -12,7 +12,6 @@ import contextlib
 import errno
 import os
 import re
-import select
 import stat
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -76,6 +75,8 @@ def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
         try:
             written = os.write(fd, view)
         except BlockingIOError:  # a non-blocking pipe (set so by whoever started us) is full
+            import select  # only then, not at every start
+
             select.select([], [fd], [])
             continue
         if written <= 0:  # never seen, but looping on it forever would hang the run
