@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compactor_core import defaults
@@ -38,16 +37,17 @@ TOP_LEVEL_KEYS = {"tokenizer"}
 DEFAULT_TOKENIZER = "heuristic"
 
 
-def config_path(environ: Mapping[str, str]) -> Path:
+def config_path(environ: Mapping[str, str]) -> str:
     if environ.get("CTXPACK_CONFIG"):
-        return Path(environ["CTXPACK_CONFIG"])
-    base = environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "ctxpack" / "config.toml"
+        return environ["CTXPACK_CONFIG"]
+    base = environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "ctxpack", "config.toml")
 
 
-def load_config_file(path: Path, required: bool) -> dict[str, Any]:
+def load_config_file(path: str, required: bool) -> dict[str, Any]:
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as file:
+            data = file.read()
     except FileNotFoundError:
         if required:
             raise ConfigError(f"{path}: config file not found (CTXPACK_CONFIG)") from None
@@ -62,7 +62,7 @@ def load_config_file(path: Path, required: bool) -> dict[str, Any]:
         raise ConfigError(f"{path}: bad config file: {error}") from None
 
 
-def _file_settings(config: dict[str, Any], provider: str, path: Path) -> dict[str, Any]:
+def _file_settings(config: dict[str, Any], provider: str, path: str) -> dict[str, Any]:
     merged = {
         key: value
         for key, value in config.items()

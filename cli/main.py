@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -12,9 +14,7 @@ from compactor_core import defaults
 from compactor_core.errors import CtxpackError
 
 from . import io, options
-from .agents import check, sessions
 from .exit_codes import TABLE, ExitStatus, combined, for_each_input, status_for
-from .restore import restore
 
 if TYPE_CHECKING:
     from compactor_core.estimate import Counter
@@ -26,7 +26,26 @@ if TYPE_CHECKING:
 
 
 class CtxpackGroup(click.Group):
-    """Turns every error into its exit status and a one-line message, in one place."""
+    """Turns every error into its exit status and a one-line message, in one place.
+
+    ``lazy_commands`` maps a command's name to ``"module:attribute"``: that module is imported
+    only when the command runs or help lists it (click's "Lazily Loading Subcommands").
+    """
+
+    def __init__(
+        self, *args: Any, lazy_commands: Mapping[str, str] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy_commands = dict(lazy_commands or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy_commands and cmd_name not in self.commands:
+            module, attribute = self.lazy_commands[cmd_name].split(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         if not standalone_mode:
@@ -117,6 +136,11 @@ Shell completion (add the line to your shell's start-up file):
 
 @click.group(
     cls=CtxpackGroup,
+    lazy_commands={
+        "check": "cli.agents:check",
+        "restore": "cli.restore:restore",
+        "sessions": "cli.agents:sessions",
+    },
     epilog="\n\n".join([EXAMPLES, ENVIRONMENT, COMPLETION, TABLE]),
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -373,10 +397,3 @@ def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, A
     job = Job(command, _settings(resolved))
     out = Output.from_options(settings)
     transform(files, job, out, resolve_provider(settings, environ))
-
-
-# --- restore -------------------------------------------------------------------------------------
-
-cli.add_command(restore)
-cli.add_command(check)
-cli.add_command(sessions)

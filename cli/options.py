@@ -8,7 +8,6 @@ from typing import Any
 import click
 
 from compactor_core import defaults
-from compactor_core.providers.registry import PROVIDERS
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -184,7 +183,7 @@ summary_options = bundle(
 provider_options = bundle(
     click.option(
         "--provider",
-        type=click.Choice(list(PROVIDERS)),
+        type=click.Choice(defaults.PROVIDER_NAMES),
         help="Who writes the summary [default: extractive, offline; env CTXPACK_PROVIDER].",
     ),
     click.option(

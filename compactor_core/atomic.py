@@ -12,12 +12,14 @@ import contextlib
 import errno
 import os
 import re
-import select
 import stat
 from collections.abc import Callable, Iterable
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import OutputError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 TEMP_SUFFIX = ".ctxpack-tmp"
 NEW_FILE_MODE = 0o644
@@ -34,6 +36,7 @@ def write_temp(
     through as it is. Either way the temporary file is removed.
     """
     import tempfile  # with shutil and random: only when a file is written, not at start-up
+    from pathlib import Path  # likewise: writing to stdout needs only write_all
 
     label = label or str(Path(directory) / name)
     prefix = f".{name[:100]}.{os.getpid()}."  # short enough for any file-name limit
@@ -72,6 +75,8 @@ def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
         try:
             written = os.write(fd, view)
         except BlockingIOError:  # a non-blocking pipe (set so by whoever started us) is full
+            import select  # only then, not at every start
+
             select.select([], [fd], [])
             continue
         if written <= 0:  # never seen, but looping on it forever would hang the run
@@ -142,6 +147,8 @@ def atomic_write_chunks(
     ``check`` runs when the new version is on disk, just before the rename; if it raises, nothing
     is replaced and the temporary file is removed.
     """
+    from pathlib import Path
+
     path = Path(path)
     target = Path(os.path.realpath(path))
     try:
@@ -202,7 +209,7 @@ def remove_stale_temp_files(directory: Path) -> int:
     for name in names:
         match = re.fullmatch(_TEMP_NAME, name)
         if match and not _process_alive(int(match["pid"])):
-            _remove(Path(directory) / name)
+            _remove(os.path.join(directory, name))
             removed += 1
     return removed
 

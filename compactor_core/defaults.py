@@ -10,3 +10,6 @@ TIMEOUT = 60.0  # seconds per summary request; 0: no limit
 RETRIES = 2  # of a summary request, on 429, 5xx and connection errors
 MAX_CONCURRENCY = 8  # summary requests in flight at once in a batch
 MIN_IDLE = 60.0  # seconds an agent session file must be unchanged before it is rewritten
+# The --provider choices, here so start-up imports no provider code; providers.registry.PROVIDERS
+# builds each one (a test keeps the two in step).
+PROVIDER_NAMES = ("extractive", "openai", "anthropic", "command")

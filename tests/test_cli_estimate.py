@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from helpers import corpus_files, dumps, invoke
+from helpers import REPO, corpus_files, dumps, invoke
 
 SPEC_VECTOR = [
     {"role": "user", "content": "你好abc123"},
@@ -20,6 +22,36 @@ SPEC_VECTOR = [
 def test_prints_one_integer() -> None:
     result = invoke("estimate", stdin=dumps(SPEC_VECTOR))
     assert (result.exit_code, result.stdout, result.stderr) == (0, "9\n", "")
+
+
+# What a filter run on every agent turn must not pay for before it starts (issue 11.5): pathlib
+# (with urllib.parse and ipaddress), the provider settings, and the modules of other commands.
+NOT_AT_START_UP = (
+    "pathlib",
+    "compactor_core.providers.registry",
+    "compactor_core.providers.settings",
+    "cli.agents",
+    "cli.restore",
+    "cli.transform",
+)
+
+
+def test_estimate_of_a_file_imports_nothing_it_does_not_need(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    path.write_bytes(dumps(SPEC_VECTOR))
+    code = (
+        "import sys\n"
+        f"sys.argv = ['ctxpack', 'estimate', {str(path)!r}]\n"
+        "from cli.main import main\n"
+        "try:\n"
+        "    main()\n"
+        "finally:\n"
+        f"    print([name for name in {NOT_AT_START_UP!r} if name in sys.modules])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "9\n[]\n", "")
 
 
 def test_file_argument_and_dash_for_stdin(tmp_path: Path) -> None:

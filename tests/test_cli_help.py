@@ -18,7 +18,7 @@ from cli.main import cli
 from cli.options import EXIT_POINTER
 
 ROW = re.compile(r"^\s+(\d+)\s+(\S.*)$")
-COMMANDS = sorted(cli.commands)
+COMMANDS = cli.list_commands(click.Context(cli))  # restore, check, sessions load lazily
 # Options with no default worth showing: an output target, free text, or nothing when unset.
 NO_DEFAULT = {"output", "backup", "instructions", "command", "output_dir", "threshold"}
 NO_DEFAULT |= {"exclude_tools", "scheduler"}  # none excluded; no cluster unless named
@@ -116,7 +116,8 @@ def test_every_help_has_examples_that_parse(command: str) -> None:
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_defaults_are_shown(command: str) -> None:
-    sub = cli.commands[command]
+    sub = cli.get_command(click.Context(cli), command)
+    assert sub is not None
     context = click.Context(sub, info_name=command)
     for param in sub.params:
         if not isinstance(param, click.Option) or param.is_flag or param.name is None:

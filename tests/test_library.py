@@ -12,7 +12,7 @@ import pytest
 from support_full import RecordingProvider, session_zh
 
 import compactor_core
-from compactor_core import Settings, Status, compact, run
+from compactor_core import Settings, Status, compact, defaults, run
 from compactor_core.errors import InputError, ProviderError
 from compactor_core.formats import Conversation, parse
 from compactor_core.pipeline import Job
@@ -106,3 +106,10 @@ def test_the_providers_import_without_a_cycle() -> None:
     for module in ("http", "openai", "anthropic", "command", "registry"):
         code = f"import compactor_core.providers.{module}"
         subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_cli_offers_every_provider() -> None:
+    """``--provider`` takes its choices from defaults, so start-up imports no provider code."""
+    from compactor_core.providers.registry import PROVIDERS
+
+    assert tuple(PROVIDERS) == defaults.PROVIDER_NAMES

@@ -1,4 +1,5 @@
-"""The providers, in one table: the CLI's ``--provider`` choices come from it (SPEC §7).
+"""The providers, in one table (SPEC §7); ``defaults.PROVIDER_NAMES``, the CLI's ``--provider``
+choices, names the same ones in the same order.
 
 Each provider's module is imported only when it is built, so a run that never summarizes never
 pays for httpx.
