@@ -10,7 +10,7 @@ from typing import NamedTuple
 import click
 
 from compactor_core.atomic import write_all
-from compactor_core.errors import CtxpackError, InputUnreadable, IsADirectory, OutputError
+from compactor_core.errors import CtxpackError, InputUnreadable, IsADirectory, OutputError, reading
 from compactor_core.formats import Conversation, parse
 
 STDIN = "-"
@@ -43,7 +43,7 @@ def input_names(files: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def read_input(name: str) -> Input:
-    try:
+    with reading(label(name)):
         if name == STDIN:
             if sys.stdin is None:
                 raise InputUnreadable("<stdin>: standard input is closed")
@@ -55,13 +55,6 @@ def read_input(name: str) -> Input:
                 return Input(name, read(name))
         with open(name, "rb") as file:
             return Input(name, file.read())
-    except FileNotFoundError:
-        raise InputUnreadable(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise IsADirectory(f"{name}: is a directory") from None
-    except OSError as error:
-        label = "<stdin>" if name == STDIN else name
-        raise InputUnreadable(f"{label}: cannot read: {error.strerror}") from None
 
 
 def write_stdout(data: bytes) -> None:

@@ -19,6 +19,9 @@ Every message is one line that names its subject (a file, a place, a setting).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class CtxpackError(Exception):
     """Base of every error ctxpack reports to its user."""
@@ -96,3 +99,16 @@ class WorkerDied(CtxpackError):
     The file itself is whole: every write is an atomic rename, so it holds its old version or,
     if the worker got that far, its new one.
     """
+
+
+@contextmanager
+def reading(label: str) -> Iterator[None]:
+    """Turn the OS's errors while reading the input ``label`` into ours, named by ``label``."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise InputUnreadable(f"{label}: no such file") from None
+    except IsADirectoryError:
+        raise IsADirectory(f"{label}: is a directory") from None
+    except OSError as error:
+        raise InputUnreadable(f"{label}: cannot read: {error.strerror}") from None

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .atomic import atomic_write
-from .errors import InputUnreadable, IsADirectory, OutputError
+from .errors import OutputError, reading
 from .formats import Conversation, dump
 from .snapshots import NO_DETAILS, ORIGINAL, Details, SnapshotStore, session_id_for_file
 
@@ -38,19 +38,13 @@ class SourceFile:
 
     @classmethod
     def read(cls, path: Path) -> SourceFile:
-        try:
+        with reading(str(path)):
             real = Path(path).resolve(strict=True)
             with open(real, "rb") as handle:
                 status = os.fstat(handle.fileno())
                 if stat.S_ISDIR(status.st_mode):
                     raise IsADirectoryError(21, "is a directory")
                 data = handle.read()
-        except FileNotFoundError:
-            raise InputUnreadable(f"{path}: no such file") from None
-        except IsADirectoryError:
-            raise IsADirectory(f"{path}: is a directory") from None
-        except OSError as error:
-            raise InputUnreadable(f"{path}: cannot read: {error.strerror}") from None
         return cls(
             real,
             data,

@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from ..errors import InputError, InputUnreadable, IsADirectory
+from ..errors import InputError, IsADirectory, reading
 from ..formats import UTF8_BOM, json_type, load_value
 
 # Every digit to "0", every other byte to "x": a run of 19 digits is then a plain substring.
@@ -55,15 +55,9 @@ class Line:
 def open_file(path: str | os.PathLike[str], label: str) -> BinaryIO:
     """The file, opened for reading by its real path (symbolic links resolved); errors name
     ``label``."""
-    try:
+    with reading(label):
         real = os.path.realpath(path, strict=True)
         handle = open(real, "rb", buffering=READ_BUFFER)  # noqa: SIM115 (returned open)
-    except FileNotFoundError:
-        raise InputUnreadable(f"{label}: no such file") from None
-    except IsADirectoryError:
-        raise IsADirectory(f"{label}: is a directory") from None
-    except OSError as error:
-        raise InputUnreadable(f"{label}: cannot read: {error.strerror}") from None
     if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
         handle.close()
         raise IsADirectory(f"{label}: is a directory")
