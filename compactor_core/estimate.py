@@ -5,10 +5,11 @@ CJK and whitespace and scores 1.25. Weights are whole quarters, so the sum is ke
 integer number of quarters and rounded up once, at the end.
 
 Speed matters (this runs on every agent turn over multi-megabyte transcripts), so text is not
-scanned per character in Python. All strings are gathered, joined, and counted with C-speed byte
+scanned per character in Python. All strings are gathered and counted with C-speed byte
 operations: ``bytes.translate`` deletes the bytes of one class so the length difference counts them,
-and the high bytes of the UTF-16 form tell CJK blocks apart. The ASCII-only part, usually most of
-a transcript, takes the fastest path.
+and the high bytes of the UTF-16 form tell CJK blocks apart. Short strings are joined into
+batches, long ones counted on their own; ASCII-only text, usually most of a transcript, takes the
+fastest path. Values counted as their JSON text (tool inputs) are written by orjson, all at once.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+import orjson
 
 from .formats import Message
 from .tools import UNKNOWN_TOOL, blocks, is_block, tool_name, tool_names, tool_result_turns
@@ -49,37 +52,49 @@ _NON_ASCII_SPACES: dict[int, str] = {
 # them, which makes the count about a quarter faster than in one piece. Every character counts
 # on its own, so any split is exact.
 BATCH_CHARS = 1 << 20
+# A text this long is counted on its own (in pieces of BATCH_CHARS): copying it into a batch costs
+# more than the few calls it saves. Shorter texts are joined, since each call has its cost too.
+ALONE_CHARS = 1 << 12
 
 
 def text_quarters(texts: Iterable[str]) -> int:
     """The estimate of all ``texts`` together, in quarter tokens."""
-    return sum(_batch_quarters(batch) for batch in _batches(texts))
-
-
-def _batches(texts: Iterable[str]) -> Iterator[list[str]]:
-    """The texts in lists of about BATCH_CHARS characters, a longer text cut into pieces."""
-    batch: list[str] = []
-    chars = 0
-    for text in texts:
-        for start in range(0, len(text), BATCH_CHARS):
-            piece = text[start : start + BATCH_CHARS]  # the text itself if it is short enough
-            batch.append(piece)
-            chars += len(piece)
-            if chars >= BATCH_CHARS:
-                yield batch
-                batch, chars = [], 0
-    if batch:
-        yield batch
-
-
-def _batch_quarters(texts: list[str]) -> int:
+    quarters = 0
     ascii_texts: list[str] = []
-    other_texts: list[str] = []
+    other_texts: list[bytes] = []  # UTF-8
+    batch_chars = 0
     for text in texts:
-        (ascii_texts if text.isascii() else other_texts).append(text)
+        if len(text) >= ALONE_CHARS:
+            quarters += _long_text_quarters(text)
+            continue
+        if text.isascii():
+            ascii_texts.append(text)
+        else:
+            other_texts.append(text.encode("utf-8", "surrogatepass"))
+        batch_chars += len(text)
+        if batch_chars >= BATCH_CHARS:
+            quarters += _batch_quarters(ascii_texts, other_texts)
+            ascii_texts, other_texts, batch_chars = [], [], 0
+    return quarters + _batch_quarters(ascii_texts, other_texts)
+
+
+def _long_text_quarters(text: str) -> int:
+    quarters = 0
+    for start in range(0, len(text), BATCH_CHARS):
+        piece = text[start : start + BATCH_CHARS]  # the text itself if it is short enough
+        if piece.isascii():
+            quarters += _ascii_quarters(piece.encode("ascii"))
+        else:
+            quarters += _utf8_quarters(piece.encode("utf-8", "surrogatepass"))
+    return quarters
+
+
+def _batch_quarters(ascii_texts: list[str], other_texts: list[bytes]) -> int:
+    # ASCII and other texts are joined apart: joined together, all would be copied at the width
+    # of the widest character, only to be encoded again.
     quarters = _ascii_quarters("".join(ascii_texts).encode("ascii"))
     if other_texts:
-        quarters += _unicode_quarters(other_texts)
+        quarters += _utf8_quarters(b"".join(other_texts))
     return quarters
 
 
@@ -89,17 +104,16 @@ def _ascii_quarters(data: bytes) -> int:
     return len(data) + others
 
 
-def _unicode_quarters(texts: list[str]) -> int:
+def _utf8_quarters(utf8: bytes) -> int:
     # Start from 2 quarters a character, take 1 off for each ASCII letter, digit or space and
     # for each other space, and add 4 for each CJK character (U+3000 ends at 2 - 1 + 4 = 5).
-    # Encoded one by one and joined as bytes: joining the strings first would copy them all at
-    # the width of the widest character, only to encode that copy again.
-    utf8 = b"".join(text.encode("utf-8", "surrogatepass") for text in texts)
     not_alnum_ws = utf8.translate(None, _ASCII_ALNUM_WS)
     ascii_alnum_ws = len(utf8) - len(not_alnum_ws)
     # Even in Chinese-heavy text most bytes are ASCII: look at the rest only. Multi-byte
     # sequences stay whole, so they decode to the very characters of the text.
-    others = not_alnum_ws.translate(None, _ASCII).decode("utf-8", "surrogatepass")
+    multi_byte = not_alnum_ws.translate(None, _ASCII)
+    others = multi_byte.decode("utf-8", "surrogatepass")
+    chars = len(utf8) - len(multi_byte) + len(others)
     high_bytes = others.encode("utf-16-le", "surrogatepass")[1::2]
     spaces = sum(
         others.count(space)
@@ -110,7 +124,7 @@ def _unicode_quarters(texts: list[str]) -> int:
     cjk = len(high_bytes) - len(high_bytes.translate(None, _CJK_FULL_BLOCKS))
     if b"\x4d" in high_bytes or b"\xd7" in high_bytes or len(high_bytes) > len(others):
         cjk += len(re.findall(_CJK_PARTIAL, others))
-    return 2 * sum(map(len, texts)) - ascii_alnum_ws - spaces + 4 * cjk
+    return 2 * chars - ascii_alnum_ws - spaces + 4 * cjk
 
 
 def quarters_to_tokens(quarters: int) -> int:
@@ -132,6 +146,10 @@ class Counter(Protocol):
 
     def units(self, texts: Sequence[str]) -> int: ...
 
+    def json_units(self, values: Sequence[Any]) -> int:
+        """The units of every value's JSON text (``json_text``)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Heuristic:
@@ -140,6 +158,9 @@ class Heuristic:
 
     def units(self, texts: Sequence[str]) -> int:
         return text_quarters(texts)
+
+    def json_units(self, values: Sequence[Any]) -> int:
+        return json_quarters(values)
 
 
 HEURISTIC = Heuristic()
@@ -165,12 +186,72 @@ def json_text(value: Any) -> str:
     return _JSON_TEXT.encode(value)
 
 
+def json_quarters(values: Sequence[Any]) -> int:
+    """The quarters of every value's ``json_text``, from one orjson serialization of them all.
+
+    A tool call's input is counted as its JSON text, and a transcript has thousands of them:
+    orjson writes them all at once several times faster than the standard library one by one.
+    It writes strings, integers, booleans and null exactly as ``json_text`` does, but "," and
+    ":" without the space after them, and floats in its own notation (1e-7 for 1e-07).
+    """
+    plain: list[Any] = []  # written by orjson as by json_text, but for the spaces
+    written: list[str] = []  # the others, by the standard library
+    separators = 0
+    for value in values:
+        count = _separators(value)
+        if count is None:
+            written.append(json_text(value))
+        else:
+            plain.append(value)
+            separators += count
+    if plain:
+        try:
+            data = orjson.dumps(plain)
+        except TypeError:  # a key not a string, a lone surrogate, an integer beyond 64 bits...
+            written += map(json_text, plain)
+        else:
+            # Each separator lacks its space (1 quarter); the array around the values adds two
+            # brackets and the commas between them (2 quarters each).
+            plain_quarters = _utf8_quarters(data) + separators - 2 * (len(plain) + 1)
+            return plain_quarters + text_quarters(written)
+    return text_quarters(written)
+
+
+_SCALARS = (str, int, bool, type(None))
+
+
+def _separators(value: Any) -> int | None:
+    """How many "," and ":" ``json_text`` writes in ``value``; None if orjson would not write it
+    alike: it holds a float, or a type that is not JSON's."""
+    count = 0
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is dict:
+            if item:  # a key that is not a string: orjson refuses it (TypeError)
+                count += 2 * len(item) - 1
+                pending.extend(item.values())
+        elif kind is list:
+            if item:
+                count += len(item) - 1
+                pending.extend(item)
+        elif kind not in _SCALARS:
+            return None
+    return count
+
+
 @dataclass(frozen=True)
 class TextCollector:
-    """Collects the texts that count toward the estimate; ``compat`` is the BareAgent profile."""
+    """Collects what counts toward the estimate; ``compat`` is the BareAgent profile.
+
+    ``texts`` count as they are, ``values`` as their JSON text, which a counter may count without
+    writing each one out (``Counter.json_units``).
+    """
 
     compat: bool = False
     texts: list[str] = field(default_factory=list)
+    values: list[Any] = field(default_factory=list)
 
     def value(self, value: Any) -> None:
         if value is None:  # the commonest: a key the block does not have
@@ -183,7 +264,7 @@ class TextCollector:
         elif isinstance(value, dict):
             self.block(value)
         else:  # numbers and booleans: their JSON text
-            self.texts.append(json_text(value))
+            self.values.append(value)
 
     def block(self, block: dict[str, Any]) -> None:
         kind = block.get("type")
@@ -194,7 +275,7 @@ class TextCollector:
         self.value(block.get("text"))
         content = block.get("content")
         if kind == "tool_result" and isinstance(content, dict) and not self.compat:
-            self.texts.append(json_text(content))  # any JSON value is a result: as its text
+            self.values.append(content)  # any JSON value is a result: as its text
         else:
             self.value(content)
         self.tool_input(block.get("input"))
@@ -211,7 +292,7 @@ class TextCollector:
     def tool_input(self, value: Any) -> None:
         # The reference walks a dict input like a block, so {"command": "ls"} counts 0.
         if isinstance(value, dict | list) and not self.compat:
-            self.texts.append(json_text(value))
+            self.values.append(value)
         else:
             self.value(value)
 
@@ -224,21 +305,29 @@ class TextCollector:
             self.value(function.get("name"))
             self.tool_input(function.get("arguments"))
 
-    def quarters(self) -> int:
-        return text_quarters(self.texts)
+    def units(self, counter: Counter) -> int:
+        return counter.units(self.texts) + counter.json_units(self.values)
+
+    def all_texts(self) -> list[str]:
+        return self.texts + [json_text(value) for value in self.values]
 
 
-def counted_texts(messages: list[Message], system: Any = None, compat: bool = False) -> list[str]:
+def _collected(messages: list[Message], system: Any, compat: bool) -> TextCollector:
     collector = TextCollector(compat)
     for message in messages:
         collector.message(message)
     if not compat:
         collector.value(system)
-    return collector.texts
+    return collector
+
+
+def counted_texts(messages: list[Message], system: Any = None, compat: bool = False) -> list[str]:
+    """Every text the estimate counts, the JSON values written out."""
+    return _collected(messages, system, compat).all_texts()
 
 
 def estimate_quarters(messages: list[Message], system: Any = None, compat: bool = False) -> int:
-    return text_quarters(counted_texts(messages, system, compat))
+    return _collected(messages, system, compat).units(HEURISTIC)
 
 
 def estimate(
@@ -248,7 +337,7 @@ def estimate(
     counter: Counter = HEURISTIC,
 ) -> int:
     """The token count of a conversation (and a request envelope's ``system``), by ``counter``."""
-    return tokens_of(counted_texts(messages, system, compat), counter)
+    return units_to_tokens(_collected(messages, system, compat).units(counter), counter)
 
 
 # --- where the tokens go -------------------------------------------------------------------------
@@ -327,4 +416,4 @@ def _units_of(counter: Counter, compat: bool, part: str, value: Any) -> int:
     """The units of one part (``"message"``, ``"block"`` or ``"value"``) on its own."""
     collector = TextCollector(compat)
     getattr(collector, part)(value)
-    return counter.units(collector.texts)
+    return collector.units(counter)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .estimate import HEURISTIC, Counter
+from .estimate import HEURISTIC, Counter, json_text
 
 INSTALL_HINT = "pip install 'ctxpack[tokenizers]'"
 
@@ -231,6 +231,9 @@ class Exact:
                 for chunk, count in Tally(self.chunks(text)).items():
                     chunks[chunk] += count * times
         return self.count_chunks(chunks)
+
+    def json_units(self, values: Sequence[Any]) -> int:
+        return self.units([json_text(value) for value in values])
 
     def chunks(self, text: str) -> list[str]:
         """``text`` cut where a cut cannot change its count; the chunks join back to it."""

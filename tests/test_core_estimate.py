@@ -17,7 +17,14 @@ from reference import (
 from strategies import conversations, envelopes, json_values, texts
 
 from compactor_core import estimate as estimate_module
-from compactor_core.estimate import breakdown, estimate, estimate_quarters, text_quarters
+from compactor_core.estimate import (
+    breakdown,
+    estimate,
+    estimate_quarters,
+    json_quarters,
+    json_text,
+    text_quarters,
+)
 
 
 def exact(text: str) -> float:
@@ -298,6 +305,22 @@ def test_batches_and_pieces_of_texts_count_the_same(parts: list[str], batch_char
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(estimate_module, "BATCH_CHARS", batch_chars)
         assert text_quarters(parts) / 4 == sum(reference_text(part) for part in parts)
+
+
+# What orjson writes otherwise than json_text, or refuses: a float in exponent notation, a lone
+# surrogate, an integer beyond 64 bits, a key that is not a string, a tuple.
+unlike_orjson = st.sampled_from([{"t": 1e-07}, "\ud800", [2**70], {1: "a"}, ("x", 2.5e-07)])
+
+
+@given(st.lists(st.one_of(json_values(), unlike_orjson), max_size=6))
+def test_json_values_count_as_their_json_text(values: list[Any]) -> None:
+    assert json_quarters(values) == text_quarters([json_text(value) for value in values])
+
+
+@pytest.mark.parametrize("odd", [[2**70], {1: "a"}, "\ud800"])
+def test_one_value_orjson_refuses_leaves_the_others_counted_exactly(odd: Any) -> None:
+    values = [{"command": "ls -la", "n": [1, 2]}, odd, "你好"]
+    assert json_quarters(values) == text_quarters([json_text(value) for value in values])
 
 
 def test_lone_surrogates_are_other_characters() -> None:
