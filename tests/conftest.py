@@ -27,6 +27,12 @@ settings.load_profile("ctxpack")
 
 _PRIVATE_PREFIXES = ("OPENAI_", "ANTHROPIC_", "CTXPACK_")
 
+# The ctxpack processes the tests start cache their bytecode, as a user's do: this machine's
+# shells set PYTHONDONTWRITEBYTECODE, and every process would compile the project again (about
+# 7 s of the suite's CPU time). The cache is kept out of the repository.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "ctxpack-pycache")
+
 # A shell starts a background job with SIGINT ignored, and an ignored signal stays ignored in
 # every child: the tests that interrupt ctxpack would then see it carry on. A handler of our own
 # is reset to the default in each child, so they see what a user's Ctrl-C does.

@@ -90,7 +90,7 @@ def clean_env(home: Path, **extra: str) -> dict[str, str]:
         "HOME": str(home),
         "XDG_CONFIG_HOME": str(home / "config"),
         "LANG": "C.UTF-8",
-        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPYCACHEPREFIX": os.environ["PYTHONPYCACHEPREFIX"],  # set by conftest
     }
     env.update(extra)
     return env
