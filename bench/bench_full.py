@@ -24,7 +24,8 @@ from harness import ROOT, Report
 
 sys.path.insert(0, str(ROOT / "tests"))  # the checks the tests use
 
-from corpus_full import PATHS_TARGET, Figures, corpus_files, measure
+from corpus_full import PATHS_TARGET, Figures, measure
+from helpers import corpus_files
 
 
 def run(report: Report) -> None:
