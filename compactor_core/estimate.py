@@ -18,7 +18,6 @@ import json
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
@@ -151,10 +150,9 @@ class Counter(Protocol):
         ...
 
 
-@dataclass(frozen=True)
 class Heuristic:
-    name: str = "heuristic"
-    per_token: int = 4
+    name = "heuristic"
+    per_token = 4
 
     def units(self, texts: Sequence[str]) -> int:
         return text_quarters(texts)
@@ -241,7 +239,6 @@ def _separators(value: Any) -> int | None:
     return count
 
 
-@dataclass(frozen=True)
 class TextCollector:
     """Collects what counts toward the estimate; ``compat`` is the BareAgent profile.
 
@@ -249,9 +246,12 @@ class TextCollector:
     writing each one out (``Counter.json_units``).
     """
 
-    compat: bool = False
-    texts: list[str] = field(default_factory=list)
-    values: list[Any] = field(default_factory=list)
+    __slots__ = ("compat", "texts", "values")  # a plain class: a dataclass costs start-up time
+
+    def __init__(self, compat: bool = False) -> None:
+        self.compat = compat
+        self.texts: list[str] = []
+        self.values: list[Any] = []
 
     def value(self, value: Any) -> None:
         if value is None:  # the commonest: a key the block does not have
