@@ -211,3 +211,24 @@ def test_auto_on_a_session_file_decides_by_the_tokenizer(tmp_path: Path) -> None
     summarized = {name: result.stdout != path.read_bytes() for name, result in results.items()}
     assert summarized == {"heuristic": heuristic > threshold, "o200k": exact_tokens > threshold}
     assert summarized["heuristic"] != summarized["o200k"]
+
+
+def test_the_original_of_a_session_file_is_listed_with_the_tokenizer_s_count(
+    tmp_path: Path,
+) -> None:
+    path = claude_session(tmp_path)
+    exact_tokens = int(invoke("estimate", "--tokenizer", "o200k", path).stdout)
+    snapshots = tmp_path / "snaps"
+    options = (
+        "--keep-recent",
+        "0",
+        "--threshold",
+        "1000000",
+        "--force",
+        "--transcript-dir",
+        snapshots,
+    )
+    done = invoke("auto", "-i", "--tokenizer", "o200k", *options, path)  # micro compaction only
+    assert done.exit_code == 0, done.stderr
+    listed = json.loads(invoke("restore", "--list", "--json", "--transcript-dir", snapshots).stdout)
+    assert [item["tokens"] for item in listed if item["kind"] == "original"] == [exact_tokens]

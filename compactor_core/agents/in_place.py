@@ -101,7 +101,8 @@ def in_place(
     )
     if dry_run or not outcome.changed:
         return Done(session, outcome)
-    tokens = session.tokens if session.measured else None
+    # the view's count by the command's counter (--tokenizer), None if micro alone measured none
+    tokens = outcome.tokens_before
     details = Details(shape=agent_format.name, messages=len(session.view), tokens=tokens)
     with _kept(writing, path, details) as kept, _backup(writing, path, label):
         if (kept.st_size, kept.st_mtime_ns, kept.st_ino) != (
