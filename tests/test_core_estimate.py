@@ -317,6 +317,14 @@ def test_json_values_count_as_their_json_text(values: list[Any]) -> None:
     assert json_quarters(values) == text_quarters([json_text(value) for value in values])
 
 
+def test_every_character_is_written_by_orjson_as_json_text_writes_it() -> None:
+    # orjson's escapes must be json_text's to the character: all of Unicode but the surrogates,
+    # as a key and as a value
+    every = "".join(map(chr, [*range(0xD800), *range(0xE000, 0x110000)]))
+    values = [every, {every: [every, 1, True, None]}]
+    assert json_quarters(values) == text_quarters([json_text(value) for value in values])
+
+
 @pytest.mark.parametrize("odd", [[2**70], {1: "a"}, "\ud800"])
 def test_one_value_orjson_refuses_leaves_the_others_counted_exactly(odd: Any) -> None:
     values = [{"command": "ls -la", "n": [1, 2]}, odd, "你好"]
