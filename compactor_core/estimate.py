@@ -192,6 +192,12 @@ def json_quarters(values: Sequence[Any]) -> int:
     It writes strings, integers, booleans and null exactly as ``json_text`` does, but "," and
     ":" without the space after them, and floats in its own notation (1e-7 for 1e-07).
     """
+    if not values:
+        return 0
+    try:  # first, which also proves the values finite (no cycle) for the walks below
+        data = orjson.dumps(values)
+    except TypeError:  # a key not a string, a lone surrogate, an integer beyond 64 bits...
+        return text_quarters([json_text(value) for value in values])
     plain: list[Any] = []  # written by orjson as by json_text, but for the spaces
     written: list[str] = []  # the others, by the standard library
     separators = 0
@@ -202,32 +208,29 @@ def json_quarters(values: Sequence[Any]) -> int:
         else:
             plain.append(value)
             separators += count
-    if plain:
-        try:
-            data = orjson.dumps(plain)
-        except TypeError:  # a key not a string, a lone surrogate, an integer beyond 64 bits...
-            written += map(json_text, plain)
-        else:
-            # Each separator lacks its space (1 quarter); the array around the values adds two
-            # brackets and the commas between them (2 quarters each).
-            plain_quarters = _utf8_quarters(data) + separators - 2 * (len(plain) + 1)
-            return plain_quarters + text_quarters(written)
-    return text_quarters(written)
+    if not plain:
+        return text_quarters(written)
+    if written:  # rare: the plain ones written again, without them
+        data = orjson.dumps(plain)
+    # Each separator lacks its space (1 quarter); the array around the values adds two brackets
+    # and the commas between them (2 quarters each).
+    plain_quarters = _utf8_quarters(data) + separators - 2 * (len(plain) + 1)
+    return plain_quarters + text_quarters(written)
 
 
 _SCALARS = (str, int, bool, type(None))
 
 
 def _separators(value: Any) -> int | None:
-    """How many "," and ":" ``json_text`` writes in ``value``; None if orjson would not write it
-    alike: it holds a float, or a type that is not JSON's."""
+    """How many "," and ":" ``json_text`` writes in ``value`` (which orjson could write); None if
+    orjson writes it otherwise: it holds a float, or a type that is not JSON's."""
     count = 0
     pending = [value]
     while pending:
         item = pending.pop()
         kind = type(item)
         if kind is dict:
-            if item:  # a key that is not a string: orjson refuses it (TypeError)
+            if item:
                 count += 2 * len(item) - 1
                 pending.extend(item.values())
         elif kind is list:

@@ -325,6 +325,18 @@ def test_every_character_is_written_by_orjson_as_json_text_writes_it() -> None:
     assert json_quarters(values) == text_quarters([json_text(value) for value in values])
 
 
+def test_only_floats_are_written_by_json_text_alone() -> None:
+    values = [{"t": 1e-07}, [2.5e-07]]
+    assert json_quarters(values) == text_quarters([json_text(value) for value in values])
+
+
+def test_a_value_that_holds_itself_is_refused_as_json_text_refuses_it() -> None:
+    cyclic: dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    with pytest.raises(ValueError, match="Circular reference"):
+        json_quarters([{"command": "ls"}, cyclic])
+
+
 @pytest.mark.parametrize("odd", [[2**70], {1: "a"}, "\ud800"])
 def test_one_value_orjson_refuses_leaves_the_others_counted_exactly(odd: Any) -> None:
     values = [{"command": "ls -la", "n": [1, 2]}, odd, "你好"]
