@@ -298,12 +298,19 @@ def test_fast_path_over_special_characters(parts: list[str]) -> None:
     assert text_quarters(parts) / 4 == sum(reference_text(part) for part in parts)
 
 
-@given(st.lists(texts(max_size=40), max_size=6), st.integers(min_value=1, max_value=8))
-def test_batches_and_pieces_of_texts_count_the_same(parts: list[str], batch_chars: int) -> None:
-    # Texts are counted in batches (texts longer than a batch in pieces): a tiny batch size
-    # puts a boundary between, and inside, every few characters.
+@given(
+    st.lists(texts(max_size=40), max_size=6),
+    st.integers(min_value=1, max_value=8),
+    st.integers(min_value=1, max_value=30),
+)
+def test_batches_and_pieces_of_texts_count_the_same(
+    parts: list[str], batch_chars: int, alone_chars: int
+) -> None:
+    # Short texts are counted in batches, long ones on their own in pieces of a batch's size:
+    # tiny sizes put a boundary between, and inside, every few characters, on both paths.
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(estimate_module, "BATCH_CHARS", batch_chars)
+        patch.setattr(estimate_module, "ALONE_CHARS", alone_chars)
         assert text_quarters(parts) / 4 == sum(reference_text(part) for part in parts)
 
 
