@@ -89,16 +89,6 @@ def index(source: Opened) -> Session:
     return index_session(source.handle, source.format, source.label)
 
 
-def view_tokens(source: Opened, session: Session, counter: Counter) -> int:
-    """The view's count: the heuristic's comes from the index, a tokenizer reads the view."""
-    from compactor_core.agents.session import load_view
-    from compactor_core.estimate import HEURISTIC, estimate
-
-    if counter is HEURISTIC:
-        return session.tokens
-    return estimate(load_view(source.handle, session), counter=counter)
-
-
 def estimate_report(source: Opened, session: Session, counter: Counter) -> dict[str, Any]:
     """``estimate --json`` of a session file: the view's breakdown, and the file's make-up."""
     from compactor_core.agents.session import load_view

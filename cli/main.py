@@ -250,8 +250,10 @@ def _estimate_file(
 
     with agent_files.opened(name, format_name) as given:
         if isinstance(given, agent_files.Opened):
+            from compactor_core.agents.session import view_tokens
+
             session = agent_files.index(given)
-            tokens = agent_files.view_tokens(given, session, counter)
+            tokens = view_tokens(given.handle, session, counter)
             if not as_json:
                 return tokens, {}
             report = agent_files.estimate_report(given, session, counter)

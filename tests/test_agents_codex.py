@@ -14,7 +14,7 @@ import pytest
 from codex_rollouts import Rollout, index, records, run, user_item, view_messages
 from helpers import TESTS
 
-from compactor_core.agents import check, registry, session
+from compactor_core.agents import check, registry
 from compactor_core.agents.codex import SUMMARY_INTRO, Codex
 from compactor_core.estimate import estimate
 from compactor_core.full import FullSettings
@@ -52,7 +52,7 @@ def tool_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("name", ["compacted.jsonl", "plain.jsonl", "tools.jsonl"])
 def test_real_rollouts_are_detected_as_codex(name: str) -> None:
     with open(FIXTURES / name, "rb") as handle:
-        assert session.detect(handle, "auto", name).name == "codex"
+        assert registry.detect(handle, "auto", name).name == "codex"
 
 
 def test_detection_wants_codex_records_not_lookalikes() -> None:

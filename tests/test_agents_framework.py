@@ -16,7 +16,8 @@ from compactor_core.agents import registry
 from compactor_core.agents.compact import SessionOutcome, run_session
 from compactor_core.agents.in_use import in_use, writer_of
 from compactor_core.agents.records import Line, lines, parse_exact, parse_fast
-from compactor_core.agents.session import detect, index_session
+from compactor_core.agents.registry import detect
+from compactor_core.agents.session import index_session
 from compactor_core.agents.write import session_chunks
 from compactor_core.errors import InputError
 from compactor_core.pipeline import Job

@@ -186,7 +186,8 @@ def claude_session(tmp_path: Path) -> Path:
 
 def test_a_session_file_is_counted_by_its_view(tmp_path: Path) -> None:
     from compactor_core.agents.records import open_file
-    from compactor_core.agents.session import detect, index_session, load_view
+    from compactor_core.agents.registry import detect
+    from compactor_core.agents.session import index_session, load_view
 
     path = claude_session(tmp_path)
     with open_file(str(path), "s") as handle:

@@ -29,7 +29,15 @@ from ..status import Status
 from ..tokenizers import counter as counter_named
 from ..tools import UNKNOWN_TOOL, tool_result_turns
 from .base import Compaction, Record, ToolResult
-from .session import Session, load_view, pick, piece_quarters, read_record, result_holders
+from .session import (
+    Session,
+    load_view,
+    pick,
+    piece_quarters,
+    read_record,
+    result_holders,
+    view_tokens,
+)
 
 
 @dataclass(frozen=True)
@@ -196,14 +204,14 @@ def run_session(
     plan = plan_micro(session, settings)
     change = micro_change(session, plan, settings)
     counter = counter_named(settings.tokenizer)
-    before = _view_tokens(handle, session, counter) if session.measured else None
+    before = view_tokens(handle, session, counter) if session.measured else None
     if job.command == "micro" or job.command == "auto":
         after = before
         if plan.touches_view(session) and session.measured:
             after = (
                 view_tokens_after(handle, session, plan, change)
                 if counter is HEURISTIC
-                else _view_tokens(handle, session, counter, _micro_first(plan, change))
+                else view_tokens(handle, session, counter, _micro_first(plan, change))
             )
         outcome = SessionOutcome(
             change,
@@ -280,15 +288,3 @@ def _micro_first(
             change(index, record)
 
     return micro_first
-
-
-def _view_tokens(
-    handle: BinaryIO,
-    session: Session,
-    counter: Counter,
-    change: Callable[[int, Record], None] | None = None,
-) -> int:
-    """The view's count: the heuristic's adds up from the index; a tokenizer reads the view."""
-    if counter is HEURISTIC and change is None:
-        return session.tokens
-    return estimate(load_view(handle, session, change), counter=counter)

@@ -13,15 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from ..errors import InputError
-from ..estimate import estimate_quarters, quarters_to_tokens
+from ..estimate import HEURISTIC, Counter, estimate, estimate_quarters, quarters_to_tokens
 from ..formats import Message
 from ..micro import content_length, is_marker
 from ..tools import ToolNames, blocks, is_block, tool_calls
 from .base import AgentFormat, Record, RecordInfo, ToolResult, ViewMessage
 from .records import Line, lines, parse_exact, parse_fast
-
-# Detection lives with the formats' table (registry); pass 1's callers still find it here.
-from .registry import detect as detect
 
 BLANK = "blank"
 INVALID = "invalid"
@@ -188,6 +185,19 @@ def load_view(
         if parts:
             messages.append(join(parts))
     return messages
+
+
+def view_tokens(
+    handle: BinaryIO,
+    session: Session,
+    counter: Counter = HEURISTIC,
+    change: Callable[[int, Record], Any] | None = None,
+) -> int:
+    """The view's count: the heuristic's adds up from the index; a tokenizer, or a ``change``,
+    reads the view."""
+    if counter is HEURISTIC and change is None:
+        return session.tokens
+    return estimate(load_view(handle, session, change), counter=counter)
 
 
 def join(parts: Sequence[Message]) -> Message:
