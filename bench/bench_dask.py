@@ -221,13 +221,12 @@ class Listed(s3fs.S3FileSystem):
 
 fsspec.register_implementation("benchs3", Listed, clobber=True)
 
-from cli.scale import targets_of
-from compactor_core.batch import DEFAULT_GLOBS
-from compactor_core.distributed import chunks
+from compactor_core.engines import cluster_chunks
+from compactor_core.targets import Listing, find_targets
 
-listed = targets_of(["benchs3://bench/in/"], True, DEFAULT_GLOBS, "benchs3://bench/out/")
+listed = find_targets(Listing(["benchs3://bench/in/"], True, output_dir="benchs3://bench/out/"))
 held, count = [], 0
-for chunk in chunks(listed):
+for chunk in cluster_chunks(listed):
     count += len(chunk)
     if HOLD:
         held.append(chunk)
@@ -249,7 +248,8 @@ def listing(report: Report) -> None:
         LISTING_TARGET,
         unit="MB",
         note=(
-            f"peak RSS listing {keys:,} keys / listing {half:,}, through targets_of and chunks "
+            f"peak RSS listing {keys:,} keys / listing {half:,}, through find_targets and the "
+            "engine's chunks "
             f"({rate:,.0f} keys/s, no network)"
         ),
     )

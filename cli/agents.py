@@ -48,39 +48,22 @@ def check(files: tuple[str, ...], format_name: str, as_json: bool) -> None:
 
 
 def _check_one(name: str, format_name: str) -> dict[str, Any]:
-    from compactor_core.agents.check import problems
-    from compactor_core.agents.registry import agent_formats
-    from compactor_core.agents.session import index_session
+    from compactor_core.documents import SessionDocument, open_document
     from compactor_core.errors import InputError
 
-    from .agent_files import Opened, opened
+    with open_document(io.source_of(name), format_name) as document:
+        if isinstance(document, SessionDocument):
+            from compactor_core.session_files.check import check_report
 
-    with opened(name, format_name) as given:
-        if isinstance(given, Opened):
-            others = [other for other in agent_formats() if other.name != given.format.name]
-            session = index_session(given.handle, given.format, given.label, others)
-            found = problems(session)
-            return {
-                "file": given.label,
-                "format": given.format.name,
-                "bytes": session.size,
-                "lines": len(session.infos),
-                "records": session.records(),
-                "view_messages": len(session.view),
-                "tokens": session.tokens,
-                "problems": [{"line": p.line, "kind": p.kind, "detail": p.detail} for p in found],
-            }
-        report: dict[str, Any] = {"file": given.label, "format": "messages"}
-        report["bytes"] = len(given.data)
+            return check_report(document)
+        report: dict[str, Any] = {"file": document.label, "format": "messages"}
+        report["bytes"] = len(document.data)
         try:
-            conversation = given.parse()
+            tokens = document.tokens()
         except InputError as error:
             return {**report, "problems": [{"line": 0, "kind": "invalid", "detail": str(error)}]}
-        from compactor_core.estimate import estimate
-
-        messages = conversation.messages
-        tokens = estimate(messages, conversation.system)
-        return {**report, "messages": len(messages), "tokens": tokens, "problems": []}
+        messages = len(document.conversation.messages)
+        return {**report, "messages": messages, "tokens": tokens, "problems": []}
 
 
 def _check_lines(report: dict[str, Any]) -> list[str]:
@@ -128,9 +111,9 @@ def sessions(agent: str | None, over: int | None, min_idle: float, as_json: bool
     Claude Code's from $CLAUDE_CONFIG_DIR (default ~/.claude), Codex's from $CODEX_HOME
     (default ~/.codex): agent, id, project, size, estimate, last change, in use, path.
     """
-    from compactor_core.agents.listing import list_sessions
-    from compactor_core.agents.registry import agent_formats
     from compactor_core.formats import dumps
+    from compactor_core.session_files.listing import list_sessions
+    from compactor_core.session_files.registry import agent_formats
 
     homes = [
         (agent_format, _home(agent_format.home_variable, agent_format.home_default))

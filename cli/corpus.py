@@ -13,36 +13,40 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from compactor_core.batch import DEFAULT_GLOBS
 from compactor_core.corpus_stats import Tally, render
 from compactor_core.formats import dumps
-from compactor_core.remote import ObjectTarget
+from compactor_core.sources import LocalFile, RemoteObject
+from compactor_core.targets import DEFAULT_GLOBS, Listing, find_targets
 
-from . import io, scale
+from . import io
 from .exit_codes import ExitStatus, status_for
+from .run import engine_of
 
 
 def expand(names: Sequence[str], globs: Sequence[str]) -> tuple[str, ...]:
     """The files named and those in the folders or prefixes named, as estimate reads them."""
-    return tuple(
-        target.name if isinstance(target, ObjectTarget) else str(target.path)
-        for target in scale.targets_of(names, True, tuple(globs) or DEFAULT_GLOBS)
-    )
+    listing = Listing(names, True, tuple(globs) or DEFAULT_GLOBS)
+    return tuple(_name(target.source) for target in find_targets(listing))
 
 
-def summarize(names: Sequence[str], bareagent: bool, as_json: bool, **listing: Any) -> None:
+def _name(source: LocalFile | RemoteObject | Any) -> str:
+    return source.url if isinstance(source, RemoteObject) else str(source.path)
+
+
+def summarize(
+    names: Sequence[str], format_name: str, bareagent: bool, as_json: bool, **listing: Any
+) -> None:
     """Print the corpus statistics (text, or one JSON object with ``--json``)."""
-    from compactor_core.distributed import chunks, estimate_chunk, stream
+    from compactor_core.engines import estimate_all
 
     globs = tuple(listing["globs"]) or DEFAULT_GLOBS
-    targets = scale.targets_of(names, listing["recursive"], globs)
+    targets = find_targets(Listing(names, listing["recursive"], globs))
     tally, failures = Tally(), []
-    with scale.pool(listing["engine"], listing["scheduler"], listing["jobs"]) as where:
-        for part, errors in stream(where, estimate_chunk, chunks(targets), (bareagent,)):
-            tally.merge(part)
-            for error in errors:
-                io.warn(io.error_line(error))
-                failures.append(status_for(error))
+    for part, errors in estimate_all(targets, format_name, bareagent, engine_of(listing)):
+        tally.merge(part)
+        for error in errors:
+            io.warn(io.error_line(error))
+            failures.append(status_for(error))
     summary = tally.summary()
     if as_json:
         io.write_stdout(dumps({**summary, "failed": len(failures)}) + b"\n")

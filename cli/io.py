@@ -1,31 +1,22 @@
-"""Reading inputs and writing results: stdin, files, -o, --in-place."""
+"""Standard input, standard output and standard error: the process's streams, for the commands."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from io import UnsupportedOperation
-from typing import NamedTuple
+from typing import TYPE_CHECKING
 
 import click
 
-from compactor_core.atomic import write_all
+from compactor_core.atomic import write_chunks
 from compactor_core.errors import CtxpackError, InputUnreadable, IsADirectory, OutputError, reading
-from compactor_core.formats import Conversation, parse
+
+if TYPE_CHECKING:
+    from compactor_core.sources import Source
 
 STDIN = "-"
-
-
-class Input(NamedTuple):  # not a frozen dataclass: that costs ten times as much at start-up
-    name: str  # as the user wrote it; "-" for standard input
-    data: bytes
-
-    @property
-    def label(self) -> str:
-        return label(self.name)
-
-    def parse(self) -> Conversation:
-        return parse(self.data, self.label)
 
 
 def label(name: str) -> str:
@@ -42,23 +33,33 @@ def input_names(files: tuple[str, ...]) -> tuple[str, ...]:
     return (STDIN,)
 
 
-def read_input(name: str) -> Input:
-    with reading(label(name)):
-        if name == STDIN:
-            if sys.stdin is None:
-                raise InputUnreadable("<stdin>: standard input is closed")
-            return Input(name, sys.stdin.buffer.read())
-        if "://" in name:  # a URL (s3://bucket/key): read through fsspec, imported only then
-            from compactor_core.storage import is_url, read
+def source_of(name: str) -> Source:
+    """Where the input ``name`` is: standard input (read now), a URL, or a local file."""
+    from compactor_core.sources import Given, LocalFile, RemoteObject
+    from compactor_core.urls import is_url
 
-            if is_url(name):
-                return Input(name, read(name))
-        with open(name, "rb") as file:
-            return Input(name, file.read())
+    if name == STDIN:
+        return Given(read_stdin(), "<stdin>")
+    if is_url(name):
+        return RemoteObject(name, name)
+    return LocalFile(name, name)
+
+
+def read_stdin() -> bytes:
+    """All of standard input (the core gets inputs as bytes or files, never the stream)."""
+    with reading("<stdin>"):
+        if sys.stdin is None:
+            raise InputUnreadable("<stdin>: standard input is closed")
+        return sys.stdin.buffer.read()
 
 
 def write_stdout(data: bytes) -> None:
     """Write all of ``data`` or fail: 141 on a closed pipe (BrokenPipeError), else 74."""
+    write_stdout_chunks((data,))
+
+
+def write_stdout_chunks(chunks: Iterable[bytes]) -> None:
+    """Write every chunk to standard output, as they come (a session file of any size)."""
     if sys.stdout is None:
         raise OutputError("<stdout>: standard output is closed")
     try:
@@ -66,11 +67,12 @@ def write_stdout(data: bytes) -> None:
         try:
             fd = sys.stdout.fileno()
         except (AttributeError, ValueError, UnsupportedOperation):  # not a real file (tests)
-            sys.stdout.buffer.write(data)
+            for chunk in chunks:
+                sys.stdout.buffer.write(chunk)
             sys.stdout.buffer.flush()
             return
         sys.stdout.buffer.flush()
-        write_all(fd, data)  # os.write may take part of it: the rest is not silently dropped
+        write_chunks(fd, chunks, "<stdout>")  # os.write may take part: the rest is not dropped
     except BrokenPipeError:
         raise
     except OSError as error:

@@ -18,8 +18,9 @@ from .exit_codes import TABLE, ExitStatus, combined, for_each_input, status_for
 
 if TYPE_CHECKING:
     from compactor_core.estimate import Counter
-    from compactor_core.pipeline import Command
-    from compactor_core.settings import Settings
+    from compactor_core.settings import Command, Settings
+
+    from .settings import Resolver
 
 # Only what every command needs is imported here: a filter run on every agent turn should start
 # fast, so each command imports the rest of the core itself.
@@ -110,21 +111,17 @@ Examples:
   ctxpack auto --in-place -r ~/agent-sessions     # a folder, originals kept as snapshots
   ctxpack CMD --help                              # each command's options and examples"""
 
-ENVIRONMENT = """\
-\b
-Environment (a flag wins over its variable, a variable over the config file):
-  CTXPACK_LANG             --lang: auto, zh or en
-  CTXPACK_PROVIDER         --provider
-  CTXPACK_MODEL            --model
-  CTXPACK_BASE_URL         --base-url (then OPENAI_BASE_URL or ANTHROPIC_BASE_URL)
-  CTXPACK_TIMEOUT          --timeout
-  CTXPACK_RETRIES          --retries
-  CTXPACK_COMMAND          --command
-  CTXPACK_TRANSCRIPT_DIR   --transcript-dir
-  CTXPACK_SESSION_ID       --session-id
-  CTXPACK_CONFIG           the config file [default: ~/.config/ctxpack/config.toml]
-  OPENAI_API_KEY           API keys: only ever from the environment
-  ANTHROPIC_API_KEY"""
+
+def _environment() -> str:
+    from .settings import environment_help
+
+    rows = "\n".join(
+        f"  {variable:<24} {meaning}".rstrip() for variable, meaning in environment_help()
+    )
+    return (
+        "\b\nEnvironment (a flag wins over its variable, a variable over the config file):\n" + rows
+    )
+
 
 COMPLETION = """\
 \b
@@ -141,7 +138,7 @@ Shell completion (add the line to your shell's start-up file):
         "restore": "cli.restore:restore",
         "sessions": "cli.agents:sessions",
     },
-    epilog="\n\n".join([EXAMPLES, ENVIRONMENT, COMPLETION, TABLE]),
+    epilog="\n\n".join([EXAMPLES, _environment(), COMPLETION, TABLE]),
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @click.version_option(package_name="ctxpack")
@@ -213,7 +210,7 @@ def estimate(
     if listing["summary"]:
         from .corpus import summarize
 
-        return summarize(io.input_names(files), bareagent, as_json, **listing)
+        return summarize(io.input_names(files), format_name, bareagent, as_json, **listing)
     names = io.input_names(files)
     if listing["recursive"]:
         from .corpus import expand
@@ -244,38 +241,22 @@ def _estimate_file(
     name: str, format_name: str, bareagent: bool, counter: Counter, as_json: bool
 ) -> tuple[int, dict[str, Any]]:
     """One input's tokens, and its breakdown when ``--json`` asks for it."""
-    from compactor_core.estimate import HEURISTIC, breakdown, estimate
+    from compactor_core.documents import open_document
+    from compactor_core.estimate import HEURISTIC
 
-    from . import agent_files
-
-    with agent_files.opened(name, format_name) as given:
-        if isinstance(given, agent_files.Opened):
-            from compactor_core.agents.session import view_tokens
-
-            session = agent_files.index(given)
-            tokens = view_tokens(given.handle, session, counter)
-            if not as_json:
-                return tokens, {}
-            report = agent_files.estimate_report(given, session, counter)
-            if counter is not HEURISTIC:
-                report["heuristic"] = _beside(session.tokens, tokens)
-            return tokens, report
-        conversation = given.parse()
-        tokens = estimate(conversation.messages, conversation.system, bareagent, counter)
+    with open_document(io.source_of(name), format_name) as document:
+        tokens = document.tokens(counter, bareagent)
         if not as_json:
             return tokens, {}
-        report = breakdown(conversation.messages, conversation.system, bareagent, counter)
+        report = document.breakdown(counter, bareagent)
         if counter is not HEURISTIC:
-            heuristic = estimate(conversation.messages, conversation.system, bareagent)
-            report["heuristic"] = _beside(heuristic, tokens)
+            report["heuristic"] = _beside(document.tokens(HEURISTIC, bareagent), tokens)
         return tokens, report
 
 
 def _counter(flag: str | None) -> Counter:
     """The counter the flag, CTXPACK_TOKENIZER or the config file names (heuristic: no import)."""
-    from .config import environment, resolve_tokenizer
-
-    name = resolve_tokenizer(flag, environment())
+    name = _resolver({"tokenizer": flag}).get("tokenizer")
     if name == "heuristic":
         from compactor_core.estimate import HEURISTIC
 
@@ -283,6 +264,12 @@ def _counter(flag: str | None) -> Counter:
     from compactor_core.tokenizers import counter
 
     return counter(name)
+
+
+def _resolver(flags: Mapping[str, Any]) -> Resolver:
+    from .settings import Resolver
+
+    return Resolver(flags, os.environ)
 
 
 def _beside(heuristic: int, exact: int) -> dict[str, Any]:
@@ -309,13 +296,7 @@ def _beside(heuristic: int, exact: int) -> dict[str, Any]:
 @options.snapshot_options
 def micro(files: tuple[str, ...], **settings: Any) -> None:
     """Replace old tool results with [truncated: TOOL result, N chars] markers (no model call)."""
-    from compactor_core.pipeline import Job
-    from compactor_core.providers.settings import ProviderSettings
-
-    from .transform import Output, transform
-
-    job = Job("micro", _settings(settings))
-    transform(files, job, Output.from_options(settings), ProviderSettings())
+    _compact("micro", files, settings)
 
 
 @cli.command(
@@ -334,7 +315,7 @@ def full(files: tuple[str, ...], **settings: Any) -> None:
 
     Saves a snapshot of the input first; on any failure the input comes back unchanged.
     """
-    _summarizing("full", files, settings)
+    _compact("full", files, settings)
 
 
 @cli.command(
@@ -355,25 +336,39 @@ def full(files: tuple[str, ...], **settings: Any) -> None:
 @options.summarizing_options
 def auto(files: tuple[str, ...], **settings: Any) -> None:
     """Micro compaction every time; full compaction when the estimate is over the threshold."""
-    _summarizing("auto", files, settings)
+    _compact("auto", files, settings)
 
 
-def _settings(options: dict[str, Any]) -> Settings:
-    """The core's settings from the options given (micro has no summary options)."""
+def _compact(command: Command, files: tuple[str, ...], options: dict[str, Any]) -> None:
+    """micro, full or auto: every option resolved once, then the core does each input."""
+    from compactor_core.providers.settings import ProviderSettings
+    from compactor_core.settings import Job
+
+    from .run import Output, compact_inputs, engine_of, run_settings
+
+    resolver = _resolver(options)
+    summarizing = command != "micro"
+    settings = _settings(options, resolver, summarizing)
+    snapshot_dir = None if options["no_snapshot"] else resolver.get("snapshot_dir")
+    run = run_settings(Job(command, settings), options, snapshot_dir)
+    out = Output.from_options(options, resolver.get("session_id"))
+    provider = resolver.provider() if summarizing else ProviderSettings()
+    compact_inputs(files, run, out, provider, engine_of(options))
+
+
+def _settings(options: dict[str, Any], resolver: Resolver, summarizing: bool) -> Settings:
+    """The core's compaction settings from the options given (micro has no summary options)."""
     from compactor_core.settings import Settings
 
-    summary = {
-        name: options[name]
-        for name in (
-            "lang",
-            "instructions",
-            "max_tokens",
-            "max_prompt_tokens",
-            "threshold",
-            "tokenizer",
-        )
-        if name in options
-    }
+    summary = {}
+    if summarizing:
+        summary = {
+            name: options[name]
+            for name in ("instructions", "max_tokens", "max_prompt_tokens", "threshold")
+            if name in options
+        }
+        summary["lang"] = resolver.get("lang")
+        summary["tokenizer"] = _counter(options["tokenizer"]).name  # unknown: fails before work
     return Settings(
         keep_recent=options["keep_recent"],
         exclude_tools=tuple(options["exclude_tools"]),
@@ -382,20 +377,3 @@ def _settings(options: dict[str, Any]) -> Settings:
         keep_cut_off=not options.get("strict", False),
         **summary,
     )
-
-
-def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, Any]) -> None:
-    from compactor_core.pipeline import Job
-
-    from .config import environment, resolve_lang, resolve_provider
-    from .transform import Output, transform
-
-    environ = environment()
-    resolved = {
-        **settings,
-        "lang": resolve_lang(settings["lang"], environ),
-        "tokenizer": _counter(settings["tokenizer"]).name,  # an unknown name fails before any work
-    }
-    job = Job(command, _settings(resolved))
-    out = Output.from_options(settings)
-    transform(files, job, out, resolve_provider(settings, environ))

@@ -48,7 +48,7 @@ tokenizer_option = click.option(
     "env CTXPACK_TOKENIZER].",
 )
 
-FORMATS = ("auto", "messages", "claude-code", "codex")  # compactor_core.agents.registry's
+FORMATS = ("auto", "messages", "claude-code", "codex")  # compactor_core.session_files.registry's
 
 format_option = click.option(
     "--format",
@@ -127,25 +127,25 @@ output_options = bundle(
     ),
 )
 
+snapshot_dir_option = click.option(
+    "--snapshot-dir",
+    "--transcript-dir",
+    "snapshot_dir",
+    type=click.Path(file_okay=False),
+    help="Where snapshots are kept: a folder or a URL [default: "
+    f"{defaults.TRANSCRIPT_DIR}; env CTXPACK_SNAPSHOT_DIR].",
+)
+
 snapshot_options = bundle(
-    click.option(
-        "--transcript-dir",
-        type=click.Path(file_okay=False),
-        default=defaults.TRANSCRIPT_DIR,
-        show_default=True,
-        envvar="CTXPACK_TRANSCRIPT_DIR",
-        show_envvar=True,
-        help="Where transcript snapshots are saved.",
-    ),
+    snapshot_dir_option,
     click.option(
         "--session-id",
-        default=defaults.SESSION_ID,
-        show_default=True,
-        envvar="CTXPACK_SESSION_ID",
-        show_envvar=True,
-        help="Session id in snapshot names ([A-Za-z0-9._:@+-], 1-128 characters).",
+        help="Session id in snapshot names ([A-Za-z0-9._:@+-], 1-128 characters) "
+        f"[default: {defaults.SESSION_ID}; env CTXPACK_SESSION_ID].",
     ),
-    click.option("--no-transcript", is_flag=True, help="Save no transcript snapshots."),
+    click.option(
+        "--no-snapshot", "--no-transcript", "no_snapshot", is_flag=True, help="Keep no snapshots."
+    ),
 )
 
 summary_options = bundle(

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from compactor_core import defaults
 from compactor_core.errors import CtxpackError
 
 from . import io, options
@@ -50,13 +49,7 @@ _MESSAGE_SHAPES = (None, "array", "envelope", "jsonl")
 @click.option(
     "--dry-run", is_flag=True, help="Say what would be restored or removed; change nothing."
 )
-@click.option(
-    "--transcript-dir",
-    type=click.Path(file_okay=False),
-    default=defaults.TRANSCRIPT_DIR,
-    show_default=True,
-    envvar="CTXPACK_TRANSCRIPT_DIR",
-)
+@options.snapshot_dir_option
 @click.option("--pretty", is_flag=True, help="Indent the JSON output.")
 def restore(
     files: tuple[str, ...],
@@ -70,7 +63,7 @@ def restore(
     keep: int | None,
     older_than: str | None,
     dry_run: bool,
-    transcript_dir: str,
+    snapshot_dir: str | None,
     pretty: bool,
 ) -> None:
     """Put back the originals of files changed in place, or print, list or prune snapshots.
@@ -85,7 +78,7 @@ def restore(
     from compactor_core.restore import Choice
     from compactor_core.snapshots import ORIGINAL, RESULT, SnapshotStore
 
-    store = SnapshotStore(Path(transcript_dir))
+    store = SnapshotStore(Path(_snapshot_dir(snapshot_dir)))
     choice = Choice(RESULT if result else ORIGINAL, nth, at)
     mode = _mode(files, session_id, list_snapshots, prune)
     _check(mode, result, nth, at, as_json, keep, older_than, dry_run, pretty)
@@ -97,6 +90,14 @@ def restore(
         _prune(store, session_id, keep, older_than, dry_run)
     else:
         _print(store, session_id or "", choice, pretty)
+
+
+def _snapshot_dir(flag: str | None) -> str:
+    import os
+
+    from .settings import Resolver
+
+    return Resolver({"snapshot_dir": flag}, os.environ).get("snapshot_dir")
 
 
 def _mode(files: tuple[str, ...], session_id: str | None, listing: bool, prune: bool) -> str:
@@ -170,7 +171,7 @@ def _restore_files(
 
 def _tell_the_agent(path: Path, format_name: str) -> None:
     """Let an agent's format keep its own index of the session right (``after_replace``)."""
-    from compactor_core.agents.registry import agent_formats
+    from compactor_core.session_files.registry import agent_formats
 
     for agent_format in agent_formats():
         if agent_format.name != format_name:

@@ -17,9 +17,11 @@
 
 The submodules keep their names (``compactor_core.estimate``, ``.micro``, ``.full``): the
 functions exported here never shadow them. Messages are plain dicts (unknown keys survive);
-``parse`` and ``dump`` read and write the three input shapes. ``compact`` is the one entry point;
-``run`` with a ``Job`` returns the whole ``Outcome`` (what was done, the summary's status, the
-snapshots taken). Errors are one tree, rooted at ``CtxpackError`` (see
+``parse`` and ``dump`` read and write the three input shapes. ``compact`` compacts a list of
+messages and warns (``CompactionWarning``) when a summary failed or was cut off; ``run`` with a
+``Job`` returns the whole ``Outcome``; ``compact_file`` does any input file — a conversation of
+messages or an agent's session file — in place or to another file, and returns its ``Report``;
+``provider`` builds a summarizer by name. Errors are one tree, rooted at ``CtxpackError`` (see
 :mod:`compactor_core.errors`).
 """
 
@@ -42,9 +44,12 @@ if TYPE_CHECKING:
     from .estimate import breakdown
     from .estimate import estimate as estimate_tokens
     from .formats import Conversation, Message, dump, parse
-    from .pipeline import Command, Context, Job, Outcome, run
+    from .library import CompactionWarning, compact, compact_file
+    from .outcome import Outcome, Report
+    from .pipeline import Context, run
     from .providers.base import Summarizer, SummaryRequest
-    from .settings import Settings
+    from .providers.registry import provider
+    from .settings import Command, Job, Settings
     from .snapshots import SnapshotStore
     from .status import Status
 
@@ -60,6 +65,7 @@ _EXPORTS = {
             "InputUnreadable",
             "OutputError",
             "ProviderError",
+            "Report",
             "RetryableProviderError",
             "SummaryCutOff",
         )
@@ -67,16 +73,20 @@ _EXPORTS = {
     "breakdown": ("estimate", "breakdown"),
     "estimate_tokens": ("estimate", "estimate"),
     **{name: ("formats", name) for name in ("Conversation", "Message", "dump", "parse")},
-    **{name: ("pipeline", name) for name in ("Command", "Context", "Job", "Outcome", "run")},
+    **{name: ("library", name) for name in ("CompactionWarning", "compact", "compact_file")},
+    **{name: ("outcome", name) for name in ("Outcome", "Report")},
+    **{name: ("pipeline", name) for name in ("Context", "run")},
+    "provider": ("providers.registry", "provider"),
+    **{name: ("settings", name) for name in ("Command", "Job", "Settings")},
     "Summarizer": ("providers.base", "Summarizer"),
     "SummaryRequest": ("providers.base", "SummaryRequest"),
-    "Settings": ("settings", "Settings"),
     "SnapshotStore": ("snapshots", "SnapshotStore"),
     "Status": ("status", "Status"),
 }
 
 __all__ = [
     "Command",
+    "CompactionWarning",
     "ConfigError",
     "Context",
     "Conversation",
@@ -88,6 +98,7 @@ __all__ = [
     "Outcome",
     "OutputError",
     "ProviderError",
+    "Report",
     "RetryableProviderError",
     "Settings",
     "SnapshotStore",
@@ -97,9 +108,11 @@ __all__ = [
     "SummaryRequest",
     "breakdown",
     "compact",
+    "compact_file",
     "dump",
     "estimate_tokens",
     "parse",
+    "provider",
     "run",
 ]
 
@@ -109,26 +122,3 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module, attribute = _EXPORTS[name]
     return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
-
-
-def compact(
-    conversation: list[Message],
-    mode: Command,
-    settings: Settings | None = None,
-    provider: Summarizer | None = None,
-    snapshots: SnapshotStore | None = None,
-    session_id: str = "default",
-) -> list[Message]:
-    """The compacted conversation (a new list; ``conversation`` is left as it was).
-
-    ``mode`` is ``"micro"``, ``"full"`` or ``"auto"``. ``provider`` writes summaries (default:
-    the built-in extractive one, offline). A summary that fails leaves the conversation as it
-    came (micro's result for ``auto``); use ``run`` to learn why.
-    """
-    from .formats import Conversation
-    from .pipeline import Context, Job, run
-    from .settings import Settings
-
-    job = Job(mode, settings or Settings())
-    context = Context(provider, snapshots, session_id)
-    return run(job, Conversation(conversation), context).conversation.messages

@@ -1,143 +1,160 @@
-"""Rewriting files in place, safely: snapshot first, optional backup, atomic replace.
+"""Replacing a local file safely: original kept first, nobody else's change overwritten, a rename.
 
-Decisions (also in the README):
-- a file whose result equals its input is not rewritten, so its mtime stays;
-- a symbolic link is followed: the file it points to is rewritten and the link stays a link;
-- a file with no write permission bit is refused, not silently replaced;
-- a file that changed on disk after it was read is left alone and reported, so a concurrent writer's
-  work is never overwritten by a result computed from the older text.
+Every rewrite of a user's file goes through ``replacing`` — compaction in place and ``restore``
+alike, for a conversation of messages and an agent's session file:
+
+1. a file with no write permission bit is refused (decided by the mode, even for root);
+2. ``--backup``: the original is kept beside the file, as a hard link to its inode (after the
+   rename the link holds the original alone), a copy where links fail;
+3. the original is kept in the snapshot store (a hard link where the filesystem allows it);
+4. the file must still be what was read (size, mtime, inode); otherwise it is left alone;
+5. the new version is written beside it and, just before the rename, checked again (its ctime
+   too, which every write changes, even one that puts the old mtime back; and, for a session
+   file, that no process opened it for writing meanwhile).
+
+A failure at any step leaves the file as it was, and removes the backup and snapshot made for it.
+Decisions (also in the README): a file whose result equals its input is not rewritten, so its
+mtime stays; a symbolic link is followed (the file it points to is replaced, the link stays a
+link).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from .atomic import atomic_write
-from .errors import OutputError, reading
-from .formats import Conversation, dump
-from .snapshots import NO_DETAILS, ORIGINAL, Details, SnapshotStore, session_id_for_file
+from .atomic import TEMP_SUFFIX, write_temp
+from .errors import CtxpackError, OutputError, SessionInUse
+from .snapshots import NO_DETAILS, ORIGINAL, Details, Snapshots, session_id_for_file
 
 
 @dataclass(frozen=True)
-class SourceFile:
-    """A file as it was read: its bytes and what its status said then."""
+class FileState:
+    """What a file's status said at one moment: what a later check compares with."""
 
-    path: Path  # the real file, symbolic links resolved
-    data: bytes
-    mtime_ns: int
     size: int
-    mode: int
-    inode: int = 0
-    ctime_ns: int = 0  # changes on every write, even one that puts the old mtime back
+    mtime_ns: int
+    inode: int
+    ctime_ns: int  # changes on every write and on every new hard link
 
     @classmethod
-    def read(cls, path: Path) -> SourceFile:
-        with reading(str(path)):
-            real = Path(path).resolve(strict=True)
-            with open(real, "rb") as handle:
-                status = os.fstat(handle.fileno())
-                if stat.S_ISDIR(status.st_mode):
-                    raise IsADirectoryError(21, "is a directory")
-                data = handle.read()
-        return cls(
-            real,
-            data,
-            status.st_mtime_ns,
-            status.st_size,
-            status.st_mode,
-            status.st_ino,
-            status.st_ctime_ns,
-        )
+    def of(cls, status: os.stat_result) -> FileState:
+        return cls(status.st_size, status.st_mtime_ns, status.st_ino, status.st_ctime_ns)
 
-    def unchanged_on_disk(self) -> bool:
-        """Whether the file is still the one that was read: not rewritten, not replaced."""
-        try:
-            now = os.stat(self.path)
-        except OSError:
-            return False
-        then = (self.mtime_ns, self.size, self.inode, self.ctime_ns)
-        return (now.st_mtime_ns, now.st_size, now.st_ino, now.st_ctime_ns) == then
+    def same_file(self, other: FileState) -> bool:
+        """Not rewritten, not replaced (a new hard link to it does not count)."""
+        return (self.size, self.mtime_ns, self.inode) == (other.size, other.mtime_ns, other.inode)
 
 
-@dataclass(frozen=True)
-class InPlace:
-    """How a file is rewritten."""
-
-    pretty: bool = False
-    backup_suffix: str | None = None
-    snapshots: SnapshotStore | None = None  # None: --no-transcript
-
-
-def check_writable(source: SourceFile, label: str) -> None:
+def check_writable(status: os.stat_result, label: str) -> None:
     """Refuse a file without any write permission bit (decided by the mode, even for root)."""
-    if not source.mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+    if not status.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         raise OutputError(f"{label}: file is read-only, left as is: make it writable to compact it")
 
 
-def replace_file(
-    source: SourceFile,
-    result: Conversation,
-    settings: InPlace,
-    label: str,
-    sync_directory: bool = True,
-    *,
-    details: Details = NO_DETAILS,
-) -> Path:
-    """Write ``result`` over ``source``; the original goes to a snapshot (and backup) first.
+@dataclass(frozen=True)
+class Replacement:
+    """How one file is replaced: what is kept of it, and what must not have happened to it."""
 
-    ``details`` describe the original for the snapshot's listing. Returns the folder written
-    into; see ``atomic_write`` for ``sync_directory``. The snapshot and the backup are always
-    durable before the file is replaced. Whether the file changed on disk is checked last, once
-    the new version is ready to be renamed over it, so the window for a concurrent writer is as
-    short as it can be.
-    """
-    check_writable(source, label)
-    with original_kept(source, settings.snapshots, label, details) as kept:
-        if settings.backup_suffix:
-            backup = source.path.with_name(source.path.name + settings.backup_suffix)
-            atomic_write(backup, source.data, new_file_mode=source.mode & 0o7777)
+    label: str
+    snapshots: Snapshots | None = None  # None: no snapshot (--no-snapshot)
+    details: Details = NO_DETAILS  # what the snapshot's listing says of the original
+    sha256: str | None = None  # of the bytes read, when known
+    backup_suffix: str | None = None
+    kind: str = ORIGINAL  # ORIGINAL when compacting, REPLACED when restoring
+    doing: str = "compacted"  # for the message if someone changed the file meanwhile
+    # a session file: a change meanwhile is its agent's (SessionInUse), and no process may
+    # hold it open for writing at the rename (the function says which one does)
+    writer: Callable[[int, int], int | None] | None = None
 
-        data = dump(result, settings.pretty)
-        check = still_as_read(kept, label)
-        return atomic_write(source.path, data, sync_directory=sync_directory, check=check)
-
-
-def still_as_read(source: SourceFile, label: str, doing: str = "compacted") -> Callable[[], None]:
-    """The check before the rename: a file another program changed meanwhile is left alone."""
-
-    def check() -> None:
-        if not source.unchanged_on_disk():
-            raise OutputError(f"{label}: file changed while it was being {doing}, left as is")
-
-    return check
+    def changed(self) -> CtxpackError:
+        if self.writer is not None:
+            return SessionInUse(
+                f"{self.label}: changed while being {self.doing} (its agent wrote to it), "
+                "left as is"
+            )
+        return OutputError(
+            f"{self.label}: file changed while it was being {self.doing}, left as is"
+        )
 
 
 @contextlib.contextmanager
-def original_kept(
-    source: SourceFile,
-    snapshots: SnapshotStore | None,
-    label: str,
-    details: Details = NO_DETAILS,
-    kind: str = ORIGINAL,
-    doing: str = "compacted",
-) -> Iterator[SourceFile]:
-    """Keep ``source`` in ``snapshots`` while the block replaces it (see ``keep_original``).
+def replacing(path: Path, read: FileState, how: Replacement) -> Iterator[Callable[[], None]]:
+    """Keep ``path`` (backup, snapshot) while the block replaces it by a rename.
 
-    Yields the file as it must still be just before the rename: keeping it by a hard link
-    changes its ctime, nothing else. With no store (``--no-transcript``) it yields ``source``.
+    ``read`` is the file's state when it was read. Yields the check to run just before the
+    rename (``atomic_write_chunks(..., check=...)``).
     """
-    if snapshots is None:
-        yield source
+    with _backup(path, how.backup_suffix), _kept(path, how) as kept:
+        linked = how.backup_suffix or how.snapshots is not None  # a new link changes the ctime
+        if not (read.same_file(kept) if linked else read == kept):  # changed before it was kept
+            raise how.changed()
+
+        def still_as_kept() -> None:
+            try:
+                now = os.stat(path)
+            except OSError:
+                raise how.changed() from None
+            if FileState.of(now) != kept:
+                raise how.changed()
+            if how.writer is not None and how.writer(now.st_dev, now.st_ino):
+                raise SessionInUse(
+                    f"{how.label}: opened for writing while being {how.doing}, left as is"
+                )
+
+        yield still_as_kept
+
+
+@contextlib.contextmanager
+def _kept(path: Path, how: Replacement) -> Iterator[FileState]:
+    """The file's state once it is kept in the snapshot store (a link changes its ctime)."""
+    if how.snapshots is None:
+        try:
+            yield FileState.of(os.stat(path))
+        except FileNotFoundError:
+            raise how.changed() from None
         return
-    session_id = session_id_for_file(source.path)
-    digest = hashlib.sha256(source.data).hexdigest()
-    with snapshots.keep_original(source.path, session_id, details, digest, kind) as now:
-        kept = replace(source, ctime_ns=now.st_ctime_ns)
-        still_as_read(kept, label, doing)()  # the file may have changed before the link
-        yield kept
+    session_id = session_id_for_file(path)
+    with how.snapshots.keep_original(path, session_id, how.details, how.sha256, how.kind) as now:
+        yield FileState.of(now)
+
+
+@contextlib.contextmanager
+def _backup(path: Path, suffix: str | None) -> Iterator[None]:
+    """``--backup SUFFIX``: the original as ``FILE+SUFFIX``, a hard link to its inode (a copy
+    where links fail). It replaces whatever has that name, a symbolic link included, and never
+    writes through one. Removed again if the file is not replaced."""
+    if not suffix:
+        yield
+        return
+    backup = path.with_name(path.name + suffix)
+    temp = path.with_name(f".{backup.name}.{os.getpid()}{TEMP_SUFFIX}")
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        os.link(path, temp)
+    except OSError:
+        temp = _copy_of(path)
+    try:
+        os.replace(temp, backup)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise OutputError(f"{backup}: cannot write backup: {error.strerror or error}") from None
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(backup)  # nothing was replaced: the backup would be the live file
+        raise
+
+
+def _copy_of(path: Path) -> Path:
+    """A fsynced copy of ``path`` beside it, with its permission bits, under a temporary name."""
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    with open(path, "rb") as source:
+        return write_temp(path.parent, path.name, iter(lambda: source.read(1 << 20), b""), mode)

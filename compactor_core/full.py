@@ -23,7 +23,13 @@ from .status import Status
 from .tokenizers import counter
 from .tools import has_tool_result_block, tool_calls, tool_names, tool_result_ids
 
-FullSettings = Settings  # the name full compaction's callers know; one Settings for all
+
+@dataclass(frozen=True)
+class PendingTurn:
+    """What stays out of the summary: message indexes, and whether the acknowledgement is kept."""
+
+    indexes: tuple[int, ...] = ()
+    acknowledge: bool = True
 
 
 @dataclass(frozen=True)
@@ -33,14 +39,7 @@ class FullResult:
     error: ProviderError | None = None
     summary: str | None = None
     cut_off: SummaryCutOff | None = None  # the summary was kept though it stopped at max_tokens
-
-
-@dataclass(frozen=True)
-class PendingTurn:
-    """What stays out of the summary: message indexes, and whether the acknowledgement is kept."""
-
-    indexes: tuple[int, ...] = ()
-    acknowledge: bool = True
+    pending: PendingTurn = PendingTurn()  # the turn set aside, which follows the summary
 
 
 def full_compact(
@@ -72,7 +71,7 @@ def full_compact(
     # The reference rebuilds from its micro-compacted list: its system messages and pending turn
     # come back as micro left them.
     result = rebuild(working if settings.compat else messages, pending, summary, settings.lang)
-    return FullResult(result, Status.COMPACTED, None, summary, cut_off)
+    return FullResult(result, Status.COMPACTED, None, summary, cut_off, pending)
 
 
 def has_source(messages: list[Message], pending: PendingTurn) -> bool:

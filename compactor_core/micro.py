@@ -28,9 +28,6 @@ class MicroResult:
     chars_removed: int  # code points of content removed, net of the markers written
 
 
-MicroSettings = Settings  # the name micro compaction's callers know; one Settings for all
-
-
 def marker(tool: str, chars: int) -> str:
     return f"[truncated: {tool} result, {chars} chars]"
 

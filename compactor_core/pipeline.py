@@ -1,115 +1,152 @@
-"""One conversation through one command: what the library, the CLI and batch workers all call.
+"""One conversation through one command: the single pipeline of micro, full and auto (SPEC §2–4).
 
-``run`` takes a frozen ``Job`` (plain data, so it can cross to a worker process), a parsed
-conversation and a ``Context``, and returns an ``Outcome``: the new conversation, whether anything
-changed, and the figures worth reporting. The input conversation is never modified.
+``decide`` sequences a command the same way for every input: measure, micro compaction, the
+threshold, the pending turn, the provider's readiness, the snapshot taken before the model is
+asked, the summary, the result's estimate, and what a dry run reports instead. What it works on is
+a ``Subject``: a conversation of messages in memory (``MessagesSubject``, here), or an agent's
+session file, seen through its index (``session_files.compact.SessionSubject``), which never holds
+the whole file.
+
+``run`` is the library's entry point for a parsed conversation: it takes a frozen ``Job`` and a
+``Context`` and returns an ``Outcome`` holding the new conversation. The input is never modified.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Protocol
 
 from . import language
 from .errors import ProviderError
 from .estimate import estimate
-from .formats import Conversation
-from .full import FullResult, find_pending_turn, full_compact, has_source, rebuild
-from .micro import MicroResult, micro_compact
+from .formats import Conversation, Message
+from .full import FullResult, PendingTurn, find_pending_turn, full_compact, has_source, rebuild
+from .micro import micro_compact
+from .outcome import Outcome
 from .providers.base import Summarizer, check_ready
-from .settings import Settings
-from .snapshots import DEFAULT_SESSION, Details, SnapshotStore
+from .settings import Job, Settings
+from .snapshots import DEFAULT_SESSION, Details, Snapshots
 from .status import Status
 from .tokenizers import counter
 
-Command = Literal["micro", "full", "auto"]
+
+class Subject(Protocol):
+    """What a command is decided on. Its result starts as the input; ``micro`` and
+    ``take_summary`` change the result, never the input."""
+
+    # Its estimates come with it (a session file's index holds them): then the tokens before
+    # and after are reported even when nobody asked.
+    measured: bool
+
+    def tokens(self) -> int:
+        """The estimate of the current result (by the settings' counter)."""
+
+    def micro(self) -> int:
+        """Micro-compact the result; return how many tool results got the marker."""
+
+    def history(self) -> list[Message]:
+        """The conversation full compaction summarizes (its pending turn stays out)."""
+
+    def take_summary(self, compacted: FullResult) -> int:
+        """Make the summary the result; return the result's estimate."""
+
+    def tokens_without_summary(self, pending: PendingTurn, lang: str) -> int:
+        """The estimate of the result a summary would give, with an empty summary (a dry run)."""
 
 
-@dataclass(frozen=True)
-class Job:
-    command: Command = "micro"
-    settings: Settings = field(default_factory=Settings)
-    measure: bool = False  # estimate before and after, for statistics
+class Keeper(Protocol):
+    """Who keeps the input and the result of a full compaction (snapshots, SPEC §3.3 and §3.9)."""
+
+    def before_summary(self) -> tuple[str, ...]:
+        """Keep the input, before the model is asked; return the snapshots taken."""
+
+    def after_summary(self, messages: list[Message], tokens: int) -> tuple[str, ...]:
+        """Keep the result of a summary that succeeded."""
 
 
-@dataclass(frozen=True)
-class Outcome:
-    conversation: Conversation
-    changed: bool
-    micro: MicroResult = field(default_factory=lambda: MicroResult(0, 0))
-    full: Status = Status.NOT_RUN
-    error: ProviderError | None = None  # why the summary failed
-    cut_off: ProviderError | None = None  # the summary kept stopped at max_tokens
-    over_threshold: bool = False  # auto: the result is still too big, though nothing failed
-    tokens_before: int | None = None
-    tokens_after: int | None = None
-    snapshots: tuple[Path, ...] = ()  # snapshots already taken of this input and its result
-
-
-@dataclass(frozen=True)
-class Context:
-    """What a run may use besides the conversation: a summarizer and where snapshots go.
-
-    Without a provider, summaries are written by the built-in extractive one. A full compaction
-    that replaces the history keeps the input (``original``, its bytes as read) and the result in
-    ``snapshots``. ``original`` is None for a file changed in place: the writer keeps that file
-    itself (``files.replace_file``). ``source`` is the file read, if any.
-    """
-
-    provider: Summarizer | None = None
-    snapshots: SnapshotStore | None = None
-    session_id: str = DEFAULT_SESSION
-    original: bytes | None = None
-    source: Path | None = None
-
-
-def measure(conversation: Conversation, settings: Settings) -> int:
-    """The estimate by the settings' profile and tokenizer."""
-    tokens = counter(settings.tokenizer)
-    return estimate(conversation.messages, conversation.system, settings.compat, tokens)
-
-
-def run(job: Job, conversation: Conversation, context: Context = Context()) -> Outcome:
-    before = measure(conversation, job.settings) if job.measure else None
-    if job.command == "micro":
-        outcome = _micro(job, conversation)
-    elif job.command == "full":
-        outcome = _full(job, conversation, context)
-    else:
-        outcome = _auto(job, conversation, context)
-    if job.measure:
-        after = outcome.tokens_after
-        if after is None:
-            after = measure(outcome.conversation, job.settings)
-        outcome = replace(outcome, tokens_before=before, tokens_after=after)
-    return outcome
-
-
-def preview(job: Job, conversation: Conversation) -> Outcome:
-    """What ``run`` would do, with no provider call and no snapshot (``--dry-run``).
-
-    Micro compaction is done for real (it is cheap and exact); a full compaction that would be
-    attempted is reported as WOULD_RUN, its tokens after counted with the summary at its whole
-    budget (``max_tokens``): the most the result would be, since no model is asked.
-    """
+def decide(
+    job: Job,
+    subject: Subject,
+    provider: Summarizer | None = None,
+    keeper: Keeper | None = None,
+    dry_run: bool = False,
+) -> Outcome:
+    """What ``job`` does to ``subject``. A dry run calls no provider and keeps nothing: a summary
+    that would be asked for is WOULD_RUN, its tokens after counted at its whole budget."""
     settings = job.settings
-    before = measure(conversation, settings)
-    outcome = _micro(job, conversation)
-    after_micro = measure(outcome.conversation, settings)
-    outcome = replace(outcome, tokens_before=before, tokens_after=after_micro)
+    measure = job.measure or dry_run or subject.measured
+    before = subject.tokens() if measure else None
+    if job.command == "full":
+        outcome = _summary_step(settings, subject, provider, keeper, dry_run)
+        return _measured(outcome, subject, before, measure)
+    truncated = subject.micro()
+    micro = Outcome(changed=truncated > 0, truncated=truncated, tokens_before=before)
     if job.command == "micro":
+        return _measured(micro, subject, before, measure)
+    tokens = subject.tokens()
+    if tokens <= settings.threshold:
+        return replace(micro, tokens_after=tokens)
+    summary = _summary_step(settings, subject, provider, keeper, dry_run)
+    if summary.full == Status.FAILED:  # micro's result stands; the failure is the news
+        return replace(
+            micro,
+            full=Status.FAILED,
+            error=summary.error,
+            snapshots=summary.snapshots,
+            tokens_after=tokens,
+        )
+    if summary.full == Status.NOTHING:
+        return replace(micro, full=Status.NOTHING, over_threshold=True, tokens_after=tokens)
+    after = summary.tokens_after if summary.tokens_after is not None else tokens
+    over = summary.full == Status.COMPACTED and after > settings.threshold
+    return replace(summary, truncated=truncated, tokens_before=before, over_threshold=over)
+
+
+def _measured(outcome: Outcome, subject: Subject, before: int | None, measure: bool) -> Outcome:
+    if not measure:
         return outcome
-    if job.command == "auto" and after_micro <= settings.threshold:
-        return outcome
-    pending = find_pending_turn(conversation.messages, settings.compat)
-    if not has_source(conversation.messages, pending):
-        return replace(outcome, full=Status.NOTHING)
-    lang = language.resolve(settings.lang, conversation.messages, settings.compat)
-    frame = conversation.with_messages(rebuild(conversation.messages, pending, "", lang))
-    most = measure(frame, settings) + settings.max_tokens
-    return replace(
-        outcome, changed=True, full=Status.WOULD_RUN, tokens_after=min(most, after_micro)
+    after = outcome.tokens_after if outcome.tokens_after is not None else subject.tokens()
+    return replace(outcome, tokens_before=before, tokens_after=after)
+
+
+def _summary_step(
+    settings: Settings,
+    subject: Subject,
+    provider: Summarizer | None,
+    keeper: Keeper | None,
+    dry_run: bool,
+) -> Outcome:
+    """Full compaction of the subject's history (SPEC §3): nothing, a summary, or a failure.
+
+    A dry run says what the summary would give at most: the result with the summary at its whole
+    budget, and never more than the subject is now (a summary must be smaller than what it
+    replaces, or it fails and nothing changes)."""
+    history = subject.history()
+    pending = find_pending_turn(history, settings.compat)
+    if not has_source(history, pending):  # a no-op: no snapshot, no model call
+        return Outcome(full=Status.NOTHING)
+    if dry_run:
+        lang = language.resolve(settings.lang, history, settings.compat)
+        most = subject.tokens_without_summary(pending, lang) + settings.max_tokens
+        return Outcome(
+            changed=True, full=Status.WOULD_RUN, tokens_after=min(most, subject.tokens())
+        )
+    provider = provider or default_provider()
+    check_ready(provider)  # a missing API key: exit 78, before any snapshot
+    taken = keeper.before_summary() if keeper is not None else ()
+    compacted = full_compact(history, provider, settings)
+    if compacted.status != Status.COMPACTED:
+        return Outcome(full=compacted.status, error=compacted.error, snapshots=taken)
+    tokens_after = subject.take_summary(compacted)
+    if keeper is not None:
+        taken += keeper.after_summary(compacted.messages, tokens_after)
+    return Outcome(
+        changed=True,
+        full=Status.COMPACTED,
+        cut_off=compacted.cut_off,
+        tokens_after=tokens_after,
+        snapshots=taken,
     )
 
 
@@ -119,69 +156,112 @@ def default_provider() -> Summarizer:
     return ExtractiveSummarizer()
 
 
-def _micro(job: Job, conversation: Conversation) -> Outcome:
-    messages, result = micro_compact(conversation.messages, job.settings)
-    return Outcome(conversation.with_messages(messages), result.truncated > 0, result)
+# --- a conversation of messages, in memory -------------------------------------------------------
 
 
-def _full(job: Job, conversation: Conversation, context: Context) -> Outcome:
-    """Summarize; the input is kept before the model is called (SPEC §3.3), the result after."""
-    compat = job.settings.compat
-    pending = find_pending_turn(conversation.messages, compat)
-    if not has_source(conversation.messages, pending):  # a no-op: no snapshot, no model call
-        return Outcome(conversation, changed=False, full=Status.NOTHING)
-    check_ready(context.provider)  # a missing API key: exit 78, before any snapshot
-    store = context.snapshots
-    taken = []
-    if store is not None and context.original is not None:
-        tokens = measure(conversation, job.settings)
+def measure(conversation: Conversation, settings: Settings) -> int:
+    """The estimate by the settings' profile and tokenizer."""
+    tokens = counter(settings.tokenizer)
+    return estimate(conversation.messages, conversation.system, settings.compat, tokens)
+
+
+class MessagesSubject:
+    """A parsed conversation; its result is a new conversation (the input stays as it was)."""
+
+    measured = False  # counting is a pass over the messages: done only when asked
+
+    def __init__(self, conversation: Conversation, settings: Settings) -> None:
+        self.input = conversation
+        self.result = conversation
+        self.settings = settings
+        self._tokens: int | None = None  # of the result, once counted
+
+    def tokens(self) -> int:
+        if self._tokens is None:
+            self._tokens = measure(self.result, self.settings)
+        return self._tokens
+
+    def micro(self) -> int:
+        messages, done = micro_compact(self.input.messages, self.settings)
+        self.result = self.input.with_messages(messages)
+        self._tokens = None
+        return done.truncated
+
+    def history(self) -> list[Message]:
+        return self.input.messages  # full compaction micro-compacts what it sends by itself
+
+    def take_summary(self, compacted: FullResult) -> int:
+        self.result = self.input.with_messages(compacted.messages)
+        self._tokens = None
+        return self.tokens()
+
+    def tokens_without_summary(self, pending: PendingTurn, lang: str) -> int:
+        frame = rebuild(self.input.messages, pending, "", lang)
+        return measure(self.input.with_messages(frame), self.settings)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a run may use besides the conversation: a summarizer and where snapshots go.
+
+    Without a provider, summaries are written by the built-in extractive one. A full compaction
+    that replaces the history keeps the input (``original``, its bytes as read) and the result in
+    ``snapshots``. ``original`` is None when the writer keeps the input itself (a file changed in
+    place is kept by a link to its old inode). ``source`` is the file read, if any.
+    """
+
+    provider: Summarizer | None = None
+    snapshots: Snapshots | None = None
+    session_id: str = DEFAULT_SESSION
+    original: bytes | None = None
+    source: Path | None = None
+
+
+@dataclass(frozen=True)
+class SnapshotKeeper:
+    """Keeps a conversation's input bytes and its compacted result in a snapshot store."""
+
+    store: Snapshots
+    session_id: str
+    conversation: Conversation
+    settings: Settings
+    original: bytes | None  # None: the input is kept by whoever writes the result (in place)
+    source: Path | None = None
+
+    def before_summary(self) -> tuple[str, ...]:
+        if self.original is None:
+            return ()
+        conversation = self.conversation
+        tokens = measure(conversation, self.settings)
         details = Details(conversation.shape, len(conversation.messages), tokens)
-        taken.append(
-            store.save_original(context.session_id, context.original, details, context.source)
-        )
-    full = full_compact(conversation.messages, context.provider or default_provider(), job.settings)
-    tokens_after = None
-    if store is not None and full.status == Status.COMPACTED:
-        tokens_after = measure(conversation.with_messages(full.messages), job.settings)
-        details = Details(tokens=tokens_after)
-        result = store.save_result(context.session_id, full.messages, details, context.source)
-        taken.append(result)
-    return _from_full(full, conversation, tuple(taken), tokens_after)
+        path = self.store.save_original(self.session_id, self.original, details, self.source)
+        return (str(path),)
+
+    def after_summary(self, messages: list[Message], tokens: int) -> tuple[str, ...]:
+        details = Details(tokens=tokens)
+        path = self.store.save_result(self.session_id, messages, details, self.source)
+        return (str(path),)
 
 
-def _from_full(
-    full: FullResult,
-    conversation: Conversation,
-    taken: tuple[Path, ...],
-    tokens_after: int | None = None,
+def run(
+    job: Job, conversation: Conversation, context: Context = Context(), dry_run: bool = False
 ) -> Outcome:
-    """The outcome of a full compaction; ``tokens_after``: the result's estimate, if made."""
-    return Outcome(
-        conversation.with_messages(full.messages),
-        changed=full.status == Status.COMPACTED,
-        full=full.status,
-        error=full.error,
-        cut_off=full.cut_off,
-        tokens_after=tokens_after,
-        snapshots=taken,
-    )
+    """``job`` on a parsed conversation; the outcome holds the new conversation."""
+    subject = MessagesSubject(conversation, job.settings)
+    keeper = None
+    if context.snapshots is not None:
+        keeper = SnapshotKeeper(
+            context.snapshots,
+            context.session_id,
+            conversation,
+            job.settings,
+            context.original,
+            context.source,
+        )
+    outcome = decide(job, subject, context.provider, keeper, dry_run)
+    return replace(outcome, conversation=subject.result)
 
 
-def _auto(job: Job, conversation: Conversation, context: Context) -> Outcome:
-    settings = job.settings
-    micro_outcome = _micro(job, conversation)
-    tokens = measure(micro_outcome.conversation, settings)
-    if tokens <= settings.threshold:
-        return replace(micro_outcome, tokens_after=tokens)
-    full = _full(job, conversation, context)
-    if full.full == Status.COMPACTED:
-        outcome = replace(full, micro=micro_outcome.micro)
-    else:  # the summary failed (or there was nothing to summarize): micro's result stands
-        outcome = replace(micro_outcome, full=full.full, error=full.error, snapshots=full.snapshots)
-        if outcome.error is not None:
-            return replace(outcome, tokens_after=tokens)  # the failure is the news
-    if outcome.full == Status.COMPACTED:  # the result's estimate, unless its snapshot made it
-        tokens = outcome.tokens_after
-        if tokens is None:
-            tokens = measure(outcome.conversation, settings)
-    return replace(outcome, over_threshold=tokens > settings.threshold, tokens_after=tokens)
+def failure(outcome: Outcome) -> ProviderError | None:
+    """The summary's failure, or its cut-off, if the outcome has one (what a caller should tell)."""
+    return outcome.error or outcome.cut_off

@@ -13,6 +13,7 @@ Decisions (also in the README):
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,8 +23,9 @@ from typing import Literal
 
 from .atomic import atomic_write
 from .errors import InputUnreadable, UsageError
-from .files import SourceFile, original_kept, still_as_read
+from .files import FileState, Replacement, replacing
 from .snapshots import ORIGINAL, REPLACED, STAMP_FORMAT, Details, Snapshot, SnapshotStore
+from .sources import LocalFile
 
 Done = Literal["restored", "unchanged", "would restore"]
 
@@ -104,14 +106,23 @@ def restore_file(
             mode = snapshot.mode if snapshot.mode is not None else 0o644
             atomic_write(file, data, new_file_mode=mode)
         return "would restore" if dry_run else "restored"
-    current = SourceFile.read(file)
-    if current.data == data:
+    with LocalFile(file, label).open() as handle:
+        current = handle.read()
+        path, status = Path(handle.name), os.fstat(handle.fileno())
+    if current == data:
         return "unchanged"
     if dry_run:
         return "would restore"
-    details = Details(snapshot.shape or "jsonl")
-    with original_kept(current, store, label, details, REPLACED, "restored") as kept:
-        atomic_write(current.path, data, check=still_as_read(kept, label, "restored"))
+    how = Replacement(
+        label,
+        store,
+        Details(snapshot.shape or "jsonl"),
+        hashlib.sha256(current).hexdigest(),
+        kind=REPLACED,
+        doing="restored",
+    )
+    with replacing(path, FileState.of(status), how) as check:
+        atomic_write(path, data, check=check)
     return "restored"
 
 

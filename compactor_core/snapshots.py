@@ -31,10 +31,11 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePath
+from typing import Any, Protocol
 
 import orjson
 
@@ -76,8 +77,17 @@ def session_id_for_file(path: Path) -> str:
     are resolved, so a file has the same id whichever link it is reached through.
     """
     real = os.path.realpath(path)
-    digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:_PATH_HASH_LENGTH]
-    cleaned = _NOT_ALLOWED.sub("-", Path(real).stem)[: 127 - _PATH_HASH_LENGTH]
+    return _session_id(Path(real).stem, os.fsencode(real))
+
+
+def session_id_for_url(url: str) -> str:
+    """The session id of an object: its name, and a short hash of its whole URL."""
+    return _session_id(PurePath(url.rstrip("/").rsplit("/", 1)[-1]).stem, url.encode())
+
+
+def _session_id(stem: str, where: bytes) -> str:
+    digest = hashlib.sha256(where).hexdigest()[:_PATH_HASH_LENGTH]
+    cleaned = _NOT_ALLOWED.sub("-", stem)[: 127 - _PATH_HASH_LENGTH]
     if cleaned.startswith("."):
         cleaned = "-" + cleaned[1:]
     return f"{cleaned or DEFAULT_SESSION}-{digest}"
@@ -93,6 +103,41 @@ class Details:
 
 
 NO_DETAILS = Details()
+
+
+class Snapshots(Protocol):
+    """Where ctxpack keeps what it changes: a local folder (``SnapshotStore``) or a URL
+    (``storage.ObjectSnapshotStore``). Every writer uses only these three methods."""
+
+    @property
+    def location(self) -> str:
+        """The folder or URL, as messages name it."""
+
+    def save_original(
+        self, session_id: str, data: bytes, details: Details, source: Path | None = None
+    ) -> PurePath:
+        """Keep an input exactly as it was read."""
+
+    def save_result(
+        self,
+        session_id: str,
+        messages: list[Message],
+        details: Details = NO_DETAILS,
+        source: Path | None = None,
+    ) -> PurePath:
+        """Keep a compacted conversation, one message per line."""
+
+    def keep_original(
+        self,
+        file: Path,
+        session_id: str,
+        details: Details = NO_DETAILS,
+        sha256: str | None = None,
+        kind: str = ORIGINAL,
+    ) -> AbstractContextManager[os.stat_result]:
+        """Keep ``file`` as it is now while the block replaces it by a rename; yield its
+        status after keeping it (a hard link changes its ctime). If the block raises, nothing
+        was replaced: the snapshot is removed again."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +192,10 @@ class SnapshotStore:
 
     directory: Path
     clock: Callable[[], datetime] = datetime.now
+
+    @property
+    def location(self) -> str:
+        return str(self.directory)
 
     # --- saving ----------------------------------------------------------------------------------
 

@@ -16,7 +16,8 @@ filesystem for reading and listing and through ``atomic.atomic_write`` for writi
 
 from __future__ import annotations
 
-import re
+import hashlib
+import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,20 +28,19 @@ from typing import Any
 from .atomic import atomic_write
 from .errors import ConfigError, CtxpackError, InputUnreadable, IsADirectory, OutputError
 from .formats import Message, dumps
+from .snapshots import (
+    META_SUFFIX,
+    NO_DETAILS,
+    ORIGINAL,
+    RESULT,
+    STAMP_FORMAT,
+    Details,
+    SnapshotStore,
+    check_session_id,
+)
+from .urls import is_url, join
 
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-_STAMP = "%Y-%m-%dT%H-%M-%S-%f"  # as snapshots.py names local snapshots (SPEC §5)
 _EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs (gcsfs)", "gcs": "gcs (gcsfs)"}
-
-
-def is_url(name: str | Path) -> bool:
-    """Whether ``name`` names an object at a URL (``s3://b/k``) rather than a local path."""
-    return isinstance(name, str) and _URL.match(name) is not None
-
-
-def join(base: str, relative: str) -> str:
-    """``base`` (a URL or a local folder) and a relative key below it."""
-    return base.rstrip("/") + "/" + relative if relative else base
 
 
 @dataclass(frozen=True)
@@ -116,11 +116,7 @@ def _info(name: str, fs: Any, path: str) -> ObjectInfo:
 
 
 def read(name: str) -> bytes:
-    """The bytes of one object (or local file, read as the local batch reads it)."""
-    if not is_url(name):
-        from .files import SourceFile
-
-        return SourceFile.read(Path(name)).data
+    """The bytes of one object."""
     with translated(name):
         fs, path = filesystem(name)
         return fs.cat_file(path)
@@ -237,36 +233,96 @@ def create(name: str, data: bytes) -> bool:
 
 @dataclass(frozen=True)
 class ObjectSnapshotStore:
-    """Transcript snapshots under a URL, named as local ones are (SPEC §5).
+    """Snapshots under a URL, named and described as in a local folder (``snapshots.py``).
 
     An existing snapshot is never overwritten: a name that is taken moves on by a microsecond, as
     for local files. (Object stores have no exclusive create that every one of them honours, so
     two writers of one session id in the same microsecond could still meet; session ids of a
     batch come from distinct file names.) Objects are private to the bucket's owner by default,
-    which stands for the 0600 of local snapshots.
+    which stands for the 0600 of local snapshots. A local file kept here is copied: an object
+    cannot be a hard link.
     """
 
     directory: str
     clock: Callable[[], datetime] = datetime.now
 
-    def save(self, session_id: str, messages: list[Message]) -> PurePosixPath:
-        from .snapshots import check_session_id
+    @property
+    def location(self) -> str:
+        return self.directory
 
-        check_session_id(session_id)
+    def save_original(
+        self, session_id: str, data: bytes, details: Details, source: Path | None = None
+    ) -> PurePosixPath:
+        return self._save(session_id, ORIGINAL, data, details, source)
+
+    def save_result(
+        self,
+        session_id: str,
+        messages: list[Message],
+        details: Details = NO_DETAILS,
+        source: Path | None = None,
+    ) -> PurePosixPath:
         data = b"".join(dumps(message) + b"\n" for message in messages)
+        details = Details("jsonl", len(messages), details.tokens)
+        return self._save(session_id, RESULT, data, details, source)
+
+    @contextmanager
+    def keep_original(
+        self,
+        file: Path,
+        session_id: str,
+        details: Details = NO_DETAILS,
+        sha256: str | None = None,
+        kind: str = ORIGINAL,
+    ) -> Iterator[os.stat_result]:
+        with translated(str(file)), open(file, "rb") as handle:
+            data = handle.read()
+        name = self._save(session_id, kind, data, details, file)
+        try:
+            yield os.stat(file)
+        except BaseException:
+            remove(str(name))
+            remove(str(name) + META_SUFFIX)
+            raise
+
+    def _save(
+        self, session_id: str, kind: str, data: bytes, details: Details, source: Path | None
+    ) -> PurePosixPath:
+        check_session_id(session_id)
+        extension = "json" if details.shape in ("array", "envelope") else "jsonl"
         moment = self.clock()
         while True:
-            name = join(self.directory, f"{session_id}_{moment.strftime(_STAMP)}.jsonl")
+            stamp = moment.strftime(STAMP_FORMAT)
+            name = join(self.directory, f"{session_id}_{stamp}.{kind}.{extension}")
             try:
                 if create(name, data):
-                    return PurePosixPath(name)
+                    break
             except OutputError as error:
                 raise OutputError(f"{self.directory}: cannot write snapshot: {error}") from None
             moment += timedelta(microseconds=1)
+        meta = {
+            "session": session_id,
+            "kind": kind,
+            "time": moment.astimezone().isoformat(),
+            "source": str(source) if source is not None else None,
+            "size": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "messages": details.messages,
+            "tokens": details.tokens,
+            "shape": details.shape,
+        }
+        write(name + META_SUFFIX, dumps(meta) + b"\n")
+        return PurePosixPath(name)
 
 
-def snapshot_store(directory: str) -> Any:
-    """The snapshot store for ``--transcript-dir``: a local folder or a URL."""
-    from .snapshots import SnapshotStore
+def remove(name: str) -> None:
+    """Delete an object, if it is there."""
+    with translated(name, writing=True):
+        fs, path = filesystem(name)
+        if fs.exists(path):
+            fs.rm(path)
 
-    return ObjectSnapshotStore(directory) if is_url(directory) else SnapshotStore(Path(directory))
+
+def snapshot_store(location: str) -> SnapshotStore | ObjectSnapshotStore:
+    """The snapshot store at ``location``: a local folder or a URL."""
+    return ObjectSnapshotStore(location) if is_url(location) else SnapshotStore(Path(location))

@@ -15,11 +15,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from compactor_core.agents import compact, session, write
+from helpers import session_result
+
 from compactor_core.agents.codex import Codex
-from compactor_core.pipeline import Job
+from compactor_core.outcome import Outcome
 from compactor_core.providers.base import Summarizer
 from compactor_core.providers.extractive import ExtractiveSummarizer
+from compactor_core.session_files import compact
+from compactor_core.session_files import index as session
+from compactor_core.settings import Job
 
 SESSION_ID = "01a23819-475a-7650-98d2-6561a1ff0a95"
 NOW = datetime(2026, 12, 2, 12, 0, 0, 123456, tzinfo=UTC)
@@ -118,26 +122,25 @@ def user_item(text: str) -> dict[str, Any]:
 
 @dataclass
 class Result:
-    before: session.Session
-    outcome: compact.SessionOutcome
+    before: session.SessionIndex
+    outcome: Outcome
     data: bytes  # the file after the command
 
     @property
-    def after(self) -> session.Session:
+    def after(self) -> session.SessionIndex:
         return index(self.data)
 
 
-def index(data: bytes) -> session.Session:
+def index(data: bytes) -> session.SessionIndex:
     return session.index_session(io.BytesIO(data), Codex(), "<rollout>")
 
 
 def run(data: bytes, job: Job, provider: Summarizer | None = None) -> Result:
     """``job`` on a rollout given as bytes; the summary by the offline extractive summarizer."""
-    handle = io.BytesIO(data)
-    indexed = session.index_session(handle, Codex(), "<rollout>")
-    around = compact.Surroundings(provider=provider or ExtractiveSummarizer(), now=NOW)
-    outcome = compact.run_session(handle, indexed, job, around)
-    return Result(indexed, outcome, b"".join(write.session_chunks(handle, indexed, outcome)))
+    around = compact.Surroundings(now=NOW)
+    summarizer = provider or ExtractiveSummarizer()
+    after, outcome, indexed = session_result(data, Codex(), job, summarizer, around)
+    return Result(indexed, outcome, after)
 
 
 def view_messages(data: bytes) -> list[dict[str, Any]]:

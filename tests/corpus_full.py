@@ -39,9 +39,10 @@ from checks_full import (
 from compactor_core import pipeline
 from compactor_core.estimate import estimate
 from compactor_core.formats import Conversation, parse
-from compactor_core.full import FullSettings, find_pending_turn
-from compactor_core.pipeline import Context, Job
+from compactor_core.full import find_pending_turn
+from compactor_core.pipeline import Context
 from compactor_core.providers.extractive import ExtractiveSummarizer
+from compactor_core.settings import Job, Settings
 
 THRESHOLD = 1000
 RATIO_TARGET = 0.20
@@ -139,7 +140,7 @@ def measure(path: Path) -> Figures:
     fixed = estimate(systems + kept)
 
     provider = ExtractiveSummarizer()
-    job = Job("auto", FullSettings(threshold=THRESHOLD))
+    job = Job("auto", Settings(threshold=THRESHOLD))
     started = time.perf_counter()
     outcome = pipeline.run(job, conversation, Context(provider))
     seconds = time.perf_counter() - started

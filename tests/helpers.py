@@ -183,3 +183,26 @@ def micro_in_place(
     settings = Settings(keep_recent, tuple(exclude_tools), min_chars, compat=compat)
     messages[:], result = micro_compact(messages, settings)
     return result
+
+
+def session_result(
+    data: bytes,
+    agent_format: Any,
+    job: Any,
+    provider: Any = None,
+    around: Any = None,
+) -> tuple[bytes, Any, Any]:
+    """``job`` on a session file given as bytes, by the core's one pipeline: the new file, the
+    outcome, and the index the decisions were made on."""
+    import io
+
+    from compactor_core.pipeline import decide
+    from compactor_core.session_files.compact import SessionSubject, Surroundings
+    from compactor_core.session_files.index import index_session
+    from compactor_core.session_files.write import session_chunks
+
+    handle = io.BytesIO(data)
+    index = index_session(handle, agent_format, "<session>")
+    subject = SessionSubject(handle, index, job.settings, around or Surroundings())
+    outcome = decide(job, subject, provider)
+    return b"".join(session_chunks(handle, index, subject.rewrite())), outcome, index

@@ -13,20 +13,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from helpers import CORPUS, TESTS
+from helpers import CORPUS, TESTS, session_result
 from hypothesis import HealthCheck, given, settings
 from strategies_claude_code import claude_code_sessions
 
-from compactor_core.agents import registry
-from compactor_core.agents.check import problems
-from compactor_core.agents.compact import Surroundings, run_session
-from compactor_core.agents.session import index_session, load_view
-from compactor_core.agents.write import session_chunks
 from compactor_core.estimate import estimate
-from compactor_core.full import FullSettings
-from compactor_core.micro import MicroSettings
-from compactor_core.pipeline import Job
 from compactor_core.providers.extractive import ExtractiveSummarizer
+from compactor_core.session_files import registry
+from compactor_core.session_files.check import problems
+from compactor_core.session_files.compact import Surroundings
+from compactor_core.session_files.index import index_session, load_view
+from compactor_core.settings import Job, Settings
 from compactor_core.tools import blocks
 
 CLAUDE = registry.get("claude-code")
@@ -37,19 +34,17 @@ NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 
 def transform(data: bytes, job: Job) -> tuple[bytes, object]:
-    handle = io.BytesIO(data)
-    session = index_session(handle, CLAUDE, "s.jsonl")
-    provider = ExtractiveSummarizer()
-    outcome = run_session(handle, session, job, Surroundings(provider, NOW, Path("/s.jsonl")))
-    return b"".join(session_chunks(handle, session, outcome)), outcome
+    around = Surroundings(NOW, Path("/s.jsonl"))
+    after, outcome, _ = session_result(data, CLAUDE, job, ExtractiveSummarizer(), around)
+    return after, outcome
 
 
 def micro(data: bytes, keep: int = 3) -> bytes:
-    return transform(data, Job("micro", MicroSettings(keep_recent=keep)))[0]
+    return transform(data, Job("micro", Settings(keep_recent=keep)))[0]
 
 
 def full(data: bytes) -> bytes:
-    return transform(data, Job("full", FullSettings(lang="en")))[0]
+    return transform(data, Job("full", Settings(lang="en")))[0]
 
 
 def records(data: bytes) -> list[dict]:
@@ -175,7 +170,7 @@ def test_property_micro_keeps_every_other_byte(data: bytes) -> None:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(claude_code_sessions())
 def test_property_full_is_append_only_and_pair_safe(data: bytes) -> None:
-    after, outcome = transform(data, Job("full", FullSettings(lang="en")))
+    after, outcome = transform(data, Job("full", Settings(lang="en")))
     if outcome.full != "compacted":
         assert after == data
         return
@@ -185,9 +180,9 @@ def test_property_full_is_append_only_and_pair_safe(data: bytes) -> None:
 
 def test_auto_is_micro_below_the_threshold_and_appends_a_summary_above_it() -> None:
     data = (CORPUS / "originals" / "cc_kimi_516b7270__full.jsonl").read_bytes()
-    small, outcome = transform(data, Job("auto", FullSettings(lang="en", threshold=1_000_000)))
+    small, outcome = transform(data, Job("auto", Settings(lang="en", threshold=1_000_000)))
     assert small == micro(data) and outcome.full == "not run"
-    big, outcome = transform(data, Job("auto", FullSettings(lang="en", threshold=5000)))
+    big, outcome = transform(data, Job("auto", Settings(lang="en", threshold=5000)))
     assert outcome.full == "compacted" and not outcome.over_threshold
     shrunk = micro(data)
     assert big.startswith(shrunk if shrunk.endswith(b"\n") else shrunk + b"\n")  # then appended

@@ -14,16 +14,14 @@ import pytest
 from codex_rollouts import Rollout, index, records, run, user_item, view_messages
 from helpers import TESTS
 
-from compactor_core.agents import check, registry
 from compactor_core.agents.codex import SUMMARY_INTRO, Codex
 from compactor_core.estimate import estimate
-from compactor_core.full import FullSettings
-from compactor_core.micro import MicroSettings
-from compactor_core.pipeline import Job
+from compactor_core.session_files import check, registry
+from compactor_core.settings import Job, Settings
 
 FIXTURES = TESTS / "fixtures" / "codex"
 MICRO = Job("micro")
-FULL = Job("full", FullSettings(lang="en"))
+FULL = Job("full", Settings(lang="en"))
 
 
 def fixture(name: str) -> bytes:
@@ -250,13 +248,13 @@ def test_micro_honours_exclude_tool_and_min_chars() -> None:
         rollout.user(f"request {turn}")
         rollout.tools(["short", "long " * 100])
     data = rollout.data()
-    only_long = run(data, Job("micro", MicroSettings(min_chars=100))).data
+    only_long = run(data, Job("micro", Settings(min_chars=100))).data
     new = records(only_long)
     outputs = [
         r["payload"]["output"] for r in new if r["payload"].get("type") == "function_call_output"
     ]
     assert outputs[:4] == ["short", "[truncated: exec_command result, 500 chars]"] * 2
-    excluded = Job("micro", MicroSettings(exclude_tools=("exec_command",)))
+    excluded = Job("micro", Settings(exclude_tools=("exec_command",)))
     assert run(data, excluded).data == data
 
 

@@ -20,7 +20,7 @@ from agents.sessions import Session, Workload, make_codex_session
 from codex_rollouts import records, run
 
 from compactor_core.agents.codex import Codex, forget_projection
-from compactor_core.pipeline import Job
+from compactor_core.settings import Job
 
 
 @pytest.fixture(scope="module")

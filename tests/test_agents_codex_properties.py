@@ -16,16 +16,16 @@ from codex_rollouts import Rollout, index, records, run, user_item, view_message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactor_core.agents import check, session
 from compactor_core.agents.claude_code import ClaudeCode
 from compactor_core.agents.codex import SUMMARY_INTRO, Codex
 from compactor_core.estimate import quarters_to_tokens, text_quarters
-from compactor_core.full import FullSettings
-from compactor_core.pipeline import Job
 from compactor_core.providers.base import SummaryRequest
+from compactor_core.session_files import check
+from compactor_core.session_files import index as session
+from compactor_core.settings import Job, Settings
 
 MICRO = Job("micro")
-FULL = Job("full", FullSettings(lang="en"))
+FULL = Job("full", Settings(lang="en"))
 PROPERTIES = settings(max_examples=60, deadline=None)
 # Payload types a command may change: tool outputs (also inside a replacement history) and
 # the UI copies of them.

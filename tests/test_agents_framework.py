@@ -10,17 +10,17 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import CORPUS, wait_until_open
+from helpers import CORPUS, session_result, wait_until_open
 
-from compactor_core.agents import registry
-from compactor_core.agents.compact import SessionOutcome, run_session
-from compactor_core.agents.in_use import in_use, writer_of
-from compactor_core.agents.records import Line, lines, parse_exact, parse_fast
-from compactor_core.agents.registry import detect
-from compactor_core.agents.session import index_session
-from compactor_core.agents.write import session_chunks
 from compactor_core.errors import InputError
-from compactor_core.pipeline import Job
+from compactor_core.session_files import registry
+from compactor_core.session_files.compact import UNCHANGED
+from compactor_core.session_files.in_use import in_use, writer_of
+from compactor_core.session_files.index import index_session
+from compactor_core.session_files.records import Line, lines, parse_exact, parse_fast
+from compactor_core.session_files.registry import detect
+from compactor_core.session_files.write import session_chunks
+from compactor_core.settings import Job
 
 KIMI = CORPUS / "originals" / "cc_kimi_516b7270__full.jsonl"
 CLAUDE = registry.get("claude-code")
@@ -62,10 +62,7 @@ def test_the_cli_offers_the_registry_formats() -> None:
 
 def test_crlf_and_bom_survive_a_rewrite() -> None:
     data = b"\xef\xbb\xbf" + KIMI.read_bytes().replace(b"\n", b"\r\n")
-    handle = io.BytesIO(data)
-    session = index_session(handle, CLAUDE, "s")
-    outcome = run_session(handle, session, Job("micro"))
-    after = b"".join(session_chunks(handle, session, outcome))
+    after, _, _ = session_result(data, CLAUDE, Job("micro"))
     assert after.startswith(b"\xef\xbb\xbf") and after != data
     assert after.count(b"\r\n") == data.count(b"\r\n") and after.count(b"\n") == data.count(b"\n")
 
@@ -77,7 +74,7 @@ def test_lines_written_after_pass_one_are_copied() -> None:
     appended = b'{"type":"user","uuid":"late"}\n'
     handle.seek(0, 2)
     handle.write(appended)
-    after = b"".join(session_chunks(handle, session, SessionOutcome()))
+    after = b"".join(session_chunks(handle, session, UNCHANGED))
     assert after == data + appended
 
 

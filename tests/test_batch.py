@@ -1,7 +1,8 @@
 """Issue 5, in the core: finding the files of a batch, doing each one safely, in parallel.
 
-The decisions checked here are the ones written in the docstrings of ``compactor_core.batch`` and
-``compactor_core.files`` (and the README): hidden files and folders, the snapshot and output
+The decisions checked here are the ones written in the docstrings of ``compactor_core.targets``,
+``compactor_core.engines``, ``compactor_core.destinations`` and ``compactor_core.files`` (and the
+README): hidden files and folders, the snapshot and output
 folders are skipped; symbolic links to files are followed, links to folders are not walked, a file
 reached twice is done once; read-only files (by their mode bits, even for root) are refused; a file
 that changed on disk after it was read is left alone; unchanged results are not rewritten.
@@ -22,25 +23,53 @@ from typing import Any
 
 import pytest
 
-from compactor_core import atomic, batch
-from compactor_core.atomic import TEMP_SUFFIX, remove_stale_temp_files
-from compactor_core.batch import (
-    BatchSettings,
-    FileReport,
-    Target,
-    clean_up_after_killed_runs,
-    find_targets,
-    run_batch,
-)
+from compactor_core import atomic, engines, targets
+from compactor_core import process as process_module
+from compactor_core.atomic import TEMP_SUFFIX, atomic_write, remove_stale_temp_files
+from compactor_core.destinations import InPlace
+from compactor_core.engines import Engine, local_chunks, run_all
 from compactor_core.errors import InputError, InputUnreadable, OutputError
-from compactor_core.files import InPlace, SourceFile, replace_file
+from compactor_core.files import FileState, Replacement, replacing
 from compactor_core.formats import dump, parse
-from compactor_core.pipeline import Context, Job, run
+from compactor_core.outcome import Report
+from compactor_core.pipeline import Context, run
+from compactor_core.process import Target, process
 from compactor_core.providers.base import SummaryRequest
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.providers.registry import ProviderSettings
-from compactor_core.settings import Settings
+from compactor_core.settings import Job, RunSettings, Settings, Writing
 from compactor_core.snapshots import SnapshotStore, session_id_for_file
+from compactor_core.sources import LocalFile
+from compactor_core.targets import DEFAULT_GLOBS, Listing, clean_up_after_killed_runs
+
+
+def find_targets(
+    names: list[str],
+    recursive: bool,
+    globs: Any = DEFAULT_GLOBS,
+    output_dir: Path | None = None,
+    skip: Any = (),
+) -> Any:
+    output = str(output_dir) if output_dir else None
+    listing = Listing(names, recursive, globs, output, [str(path) for path in skip])
+    return targets.find_targets(listing)
+
+
+def local(path: Path, label: str | None = None) -> Target:
+    """The target of a local file compacted in place."""
+    return Target(LocalFile(path, label or str(path)), InPlace())
+
+
+def path_of(target: Target) -> Path:
+    return target.source.path
+
+
+def run_batch(
+    targets: list[Target], settings: RunSettings, workers: int = 1, **options: Any
+) -> Any:
+    engine = Engine(jobs=workers, max_concurrency=options.pop("max_concurrency", 8))
+    return run_all(targets, settings, ProviderSettings(), engine, **options)
+
 
 # --- sessions to work on -------------------------------------------------------------------------
 
@@ -147,17 +176,17 @@ def tree(root: Path) -> dict[str, tuple[bytes | None, int, int]]:
     return found
 
 
-def in_place(snapshots: Path | None = None, **options: Any) -> BatchSettings:
+def in_place(snapshots: Path | None = None, **options: Any) -> RunSettings:
     store = SnapshotStore(snapshots) if snapshots else None
     dry_run = options.pop("dry_run", False)
     job = options.pop("job", Job("micro", measure=True))
-    return BatchSettings(job, InPlace(snapshots=store, **options), dry_run)
+    return RunSettings(job, Writing(snapshots=store, dry_run=dry_run, **options))
 
 
 def do(
-    targets: list[Target], settings: BatchSettings, workers: int = 1, **options: Any
-) -> dict[str, FileReport]:
-    reports = run_batch(targets, settings, ProviderSettings(), workers, **options)
+    targets: list[Target], settings: RunSettings, workers: int = 1, **options: Any
+) -> dict[str, Report]:
+    reports = run_batch(targets, settings, workers, **options)
     return {report.label: report for report in reports}
 
 
@@ -220,7 +249,7 @@ def test_the_snapshot_and_output_folders_are_skipped(tmp_path: Path) -> None:
 
 def test_files_named_directly_are_taken_whatever_their_name(tmp_path: Path) -> None:
     path = write_session(tmp_path / ".odd.name")
-    assert [target.path for target in find_targets([str(path)], False)] == [path]
+    assert [path_of(target) for target in find_targets([str(path)], False)] == [path]
 
 
 def test_links_to_files_are_followed_once_links_to_folders_not_walked(tmp_path: Path) -> None:
@@ -241,7 +270,7 @@ def test_output_dir_mirrors_the_folders(tmp_path: Path) -> None:
     single = write_session(tmp_path / "single.json")
     out = tmp_path / "out"
     targets = find_targets([str(root), str(single)], True, output_dir=out)
-    destinations = {target.label: target.destination for target in targets}
+    destinations = {target.label: target.destination.path for target in targets}
     assert destinations[str(root / "sub" / "deep" / "log.jsonl")] == out / "sub/deep/log.jsonl"
     assert destinations[str(single)] == out / "single.json"
 
@@ -349,7 +378,7 @@ def test_dry_run_of_a_full_compaction_calls_no_model(tmp_path: Path) -> None:
     reports = do(
         find_targets([str(path)], False), in_place(tmp_path / "snaps", job=job, dry_run=True)
     )
-    assert reports[str(path)].summary == "would run"
+    assert reports[str(path)].outcome.full == "would run"
     assert reports[str(path)].changed
     assert fingerprint(path) == before
     assert not (tmp_path / "snaps").exists()
@@ -404,7 +433,7 @@ def test_one_worker_and_two_give_the_same_files(tmp_path: Path) -> None:
         reports = do(find_targets([str(root)], True), in_place(tmp_path / "snaps"), workers)
         files = {path.name: path.read_bytes() for path in sorted(root.iterdir())}
         summary = sorted(
-            (Path(r.label).name, r.changed, r.error is not None, r.tokens_after)
+            (Path(r.label).name, r.changed, r.error is not None, r.outcome.tokens_after)
             for r in reports.values()
         )
         results.append((files, summary))
@@ -421,9 +450,9 @@ def test_auto_in_a_batch_equals_auto_on_one_file(tmp_path: Path) -> None:
         for path in (big, small)
     }
     reports = do(find_targets([str(tmp_path)], True), in_place(tmp_path / "snaps", job=job), 2)
-    assert reports[str(big)].summary == "compacted"
+    assert reports[str(big)].outcome.full == "compacted"
     assert big.read_bytes() == expected[big]
-    assert reports[str(small)].summary == "not run"
+    assert reports[str(small)].outcome.full == "not run"
     assert parse(small.read_bytes()).messages == parse(expected[small]).messages
 
 
@@ -432,10 +461,10 @@ def test_stopping_the_iteration_cancels_what_has_not_started(tmp_path: Path) -> 
         write_session(tmp_path / f"s{seed:02}.json", seed=seed)
     targets = find_targets([str(tmp_path)], True)
     for workers in (1, 2):
-        reports = run_batch(targets, in_place(), ProviderSettings(), workers)
+        reports = run_batch(targets, in_place(), workers)
         next(reports)
         reports.close()
-    untouched = [t for t in targets if b"[truncated:" not in t.path.read_bytes()]
+    untouched = [t for t in targets if b"[truncated:" not in path_of(t).read_bytes()]
     assert untouched  # a closed batch does not go on with the rest
 
 
@@ -448,25 +477,25 @@ def test_a_stop_starts_nothing_more_and_reports_what_was_in_progress(
     targets = find_targets([str(tmp_path)], True)
     stop = threading.Event()
     reports = []
-    for report in run_batch(targets, in_place(), ProviderSettings(), workers, stop=stop):
+    for report in run_batch(targets, in_place(), workers, stop=stop):
         reports.append(report)
         stop.set()
-    rewritten = {str(t.path) for t in targets if b"[truncated:" in t.path.read_bytes()}
+    rewritten = {str(path_of(t)) for t in targets if b"[truncated:" in path_of(t).read_bytes()}
     assert rewritten == {report.label for report in reports if report.changed}
     assert len(reports) == 1 if workers == 1 else 1 <= len(reports) < 60
 
 
 def test_worker_tasks_are_small_groups_in_order(tmp_path: Path) -> None:
-    targets = [Target(tmp_path / f"s{n:04}.json", f"s{n:04}.json") for n in range(1000)]
+    targets = [local(tmp_path / f"s{n:04}.json", f"s{n:04}.json") for n in range(1000)]
     for target in targets[:400]:
-        target.path.write_bytes(b"x" * 1000)
-    big = targets[500].path
-    big.write_bytes(b"x" * (batch.CHUNK_BYTES + 1))
-    chunks = batch._chunks(targets, workers=2)
+        path_of(target).write_bytes(b"x" * 1000)
+    big = path_of(targets[500])
+    big.write_bytes(b"x" * (engines.CHUNK_BYTES + 1))
+    chunks = list(local_chunks(targets, workers=2))
     assert [target for chunk in chunks for target in chunk] == targets
-    assert all(len(chunk) <= batch.CHUNK_FILES for chunk in chunks)
-    assert [target.path for target in next(c for c in chunks if targets[500] in c)][-1] == big
-    few = batch._chunks(targets[:24], workers=2)
+    assert all(len(chunk) <= engines.CHUNK_FILES for chunk in chunks)
+    assert [path_of(target) for target in next(c for c in chunks if targets[500] in c)][-1] == big
+    few = list(local_chunks(targets[:24], workers=2))
     assert len(few) == 8  # at least four groups per worker, for balance
 
 
@@ -477,7 +506,7 @@ def test_read_only_files_are_refused_by_their_mode_bits(tmp_path: Path) -> None:
     path = write_session(tmp_path / "a.json")
     path.chmod(0o444)  # root could still write it: the decision rests on the mode
     before = fingerprint(path)
-    reports = do([Target(path, "a.json")], in_place(tmp_path / "snaps"))
+    reports = do([local(path, "a.json")], in_place(tmp_path / "snaps"))
     error = reports["a.json"].error
     assert isinstance(error, OutputError)
     assert str(error) == "a.json: file is read-only, left as is: make it writable to compact it"
@@ -496,7 +525,7 @@ def test_a_read_only_file_costs_no_model_call(tmp_path: Path) -> None:
             return super().summarize(request)
 
     settings = in_place(tmp_path / "snaps", job=Job("full", measure=True))
-    report = batch.process(Target(path, "a.json"), settings, Recorder())
+    report = process(local(path, "a.json"), settings, Recorder())
     assert isinstance(report.error, OutputError)
     assert calls == []
     assert not (tmp_path / "snaps").exists()
@@ -545,15 +574,15 @@ def test_a_file_changed_after_it_was_read_is_left_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sneaky: bool
 ) -> None:
     path = write_session(tmp_path / "a.json")
-    real_run = batch.run
+    real_decide = process_module.decide
 
-    def run_then_someone_writes(*args: Any) -> Any:
-        outcome = real_run(*args)
+    def decide_then_someone_writes(*args: Any) -> Any:
+        outcome = real_decide(*args)
         change_file(path, sneaky)
         return outcome
 
-    monkeypatch.setattr(batch, "run", run_then_someone_writes)
-    reports = do([Target(path, "a.json")], in_place())
+    monkeypatch.setattr(process_module, "decide", decide_then_someone_writes)
+    reports = do([local(path, "a.json")], in_place())
     assert isinstance(reports["a.json"].error, OutputError)
     assert "changed while it was being compacted" in str(reports["a.json"].error)
     assert b"[truncated:" not in path.read_bytes()  # the other program's text survives
@@ -571,9 +600,7 @@ def test_a_file_changed_while_the_model_writes_its_summary_is_left_alone(tmp_pat
             return super().summarize(request)
 
     job = Job("full", measure=True)
-    report = batch.process(
-        Target(path, "a.json"), in_place(tmp_path / "snaps", job=job), SlowModel()
-    )
+    report = process(local(path, "a.json"), in_place(tmp_path / "snaps", job=job), SlowModel())
     assert isinstance(report.error, OutputError)
     assert path.read_bytes() == original + b"\n"  # the other program's version
 
@@ -590,7 +617,7 @@ def test_a_change_while_the_new_version_is_written_is_caught_at_the_last_moment(
         return temp
 
     monkeypatch.setattr(atomic, "write_temp", write_temp_meanwhile_someone_writes)
-    reports = do([Target(path, "a.json")], in_place(tmp_path / "snaps"))
+    reports = do([local(path, "a.json")], in_place(tmp_path / "snaps"))
     assert "changed while it was being compacted" in str(reports["a.json"].error)
     assert b"Step X." in path.read_bytes()  # the other writer's version
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "home", "snaps", "work"]
@@ -598,23 +625,28 @@ def test_a_change_while_the_new_version_is_written_is_caught_at_the_last_moment(
 
 def test_a_file_replaced_by_another_after_it_was_read_is_left_alone(tmp_path: Path) -> None:
     path = write_session(tmp_path / "a.json")
-    source = SourceFile.read(path)
+    data, read = path.read_bytes(), FileState.of(path.stat())
     status = path.stat()
     other = path.with_name("other")
-    other.write_bytes(source.data)
+    other.write_bytes(data)
     os.utime(other, ns=(status.st_atime_ns, status.st_mtime_ns))
     os.replace(other, path)  # same bytes, size and mtime; a different file
-    result = parse(source.data)
-    with pytest.raises(OutputError, match="changed while"):
-        replace_file(source, result, InPlace(), "a.json")
+    with (
+        pytest.raises(OutputError, match="changed while"),
+        replacing(path, read, Replacement("a.json")) as check,
+    ):
+        atomic_write(path, data, check=check)
 
 
 def test_a_file_deleted_after_it_was_read_is_not_recreated(tmp_path: Path) -> None:
     path = write_session(tmp_path / "a.json")
-    source = SourceFile.read(path)
+    data, read = path.read_bytes(), FileState.of(path.stat())
     path.unlink()
-    with pytest.raises(OutputError, match="changed while"):
-        replace_file(source, parse(source.data), InPlace(), "a.json")
+    with (
+        pytest.raises(OutputError, match="changed while"),
+        replacing(path, read, Replacement("a.json")) as check,
+    ):
+        atomic_write(path, data, check=check)
     assert not path.exists()
 
 
@@ -635,7 +667,7 @@ def record_folder_syncs(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
         real_sync(directory)
 
     monkeypatch.setattr(atomic, "fsync_directory", sync)
-    monkeypatch.setattr(batch, "fsync_directory", sync)
+    monkeypatch.setattr(engines, "fsync_directory", sync)
     return synced
 
 
@@ -648,7 +680,7 @@ def test_a_batch_fsyncs_each_folder_once_after_its_files(
             write_session(root / folder / f"s{seed}.json", seed=seed)
     write_session(root / "quiet" / "small.json", turns=1)  # not rewritten: nothing to sync
     synced = record_folder_syncs(monkeypatch)
-    reports = list(run_batch(find_targets([str(root)], True), in_place(), ProviderSettings()))
+    reports = list(run_batch(find_targets([str(root)], True), in_place()))
     assert len(reports) == 13
     assert sorted(synced) == [root / "a", root / "b", root / "c"]
 
@@ -659,7 +691,7 @@ def test_a_stopped_batch_still_fsyncs_the_folders(
     for seed in range(6):
         write_session(tmp_path / "d" / f"s{seed}.json", seed=seed)
     synced = record_folder_syncs(monkeypatch)
-    reports = run_batch(find_targets([str(tmp_path / "d")], True), in_place(), ProviderSettings())
+    reports = run_batch(find_targets([str(tmp_path / "d")], True), in_place())
     next(reports)
     assert synced == []
     reports.close()
@@ -671,7 +703,7 @@ def test_one_file_on_its_own_is_fsynced_at_once(
 ) -> None:
     path = write_session(tmp_path / "a.json")
     synced = record_folder_syncs(monkeypatch)
-    report = batch.process(Target(path, "a.json"), in_place(), None)
+    report = process(local(path, "a.json"), in_place(), None)
     assert report.written == str(tmp_path)
     assert synced == [tmp_path]
 
@@ -689,7 +721,7 @@ def test_temp_files_are_fsynced_with_their_final_mode(
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
-    do([Target(path, "a.json")], in_place())
+    do([local(path, "a.json")], in_place())
     assert modes[0] == 0o640  # the temporary file, already with the mode it will keep
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
 
@@ -760,7 +792,7 @@ def test_clean_up_looks_beside_inputs_outputs_and_snapshots(tmp_path: Path) -> N
     for path in leftovers:
         path.write_bytes(b"half")
     targets = find_targets([str(root)], True, output_dir=tmp_path / "out")
-    assert clean_up_after_killed_runs(targets, [tmp_path / "snaps"]) == 3
+    assert clean_up_after_killed_runs(targets, [str(tmp_path / "snaps")]) == 3
     assert not any(path.exists() for path in leftovers)
 
 
@@ -772,7 +804,7 @@ def test_failed_writes_leave_no_temp_file(tmp_path: Path, monkeypatch: pytest.Mo
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", refuse)
-    reports = do([Target(path, "a.json")], in_place())
+    reports = do([local(path, "a.json")], in_place())
     assert "No space left on device" in str(reports["a.json"].error)
     assert fingerprint(path) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "home", "work"]
@@ -783,15 +815,16 @@ def test_failed_writes_leave_no_temp_file(tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_reports_carry_the_figures(tmp_path: Path) -> None:
     path = write_session(tmp_path / "a.json", turns=6)
-    report = do([Target(path, "a.json")], in_place())["a.json"]
+    report = do([local(path, "a.json")], in_place())["a.json"]
     assert report.changed and report.error is None
-    assert report.truncated == 3
-    assert report.tokens_before is not None and report.tokens_after is not None
-    assert report.tokens_after < report.tokens_before
+    outcome = report.outcome
+    assert outcome.truncated == 3
+    assert outcome.tokens_before is not None and outcome.tokens_after is not None
+    assert outcome.tokens_after < outcome.tokens_before
 
 
 def test_reports_cross_process_boundaries(tmp_path: Path) -> None:
     import pickle
 
-    error_report = FileReport("x", error=InputError("x: messages[0]: bad"))
+    error_report = Report("x", error=InputError("x: messages[0]: bad"))
     assert str(pickle.loads(pickle.dumps(error_report)).error) == "x: messages[0]: bad"

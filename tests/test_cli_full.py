@@ -13,6 +13,7 @@ import pytest
 from checks_full import pair_violations
 from click.testing import Result
 from helpers import CORPUS, corpus_files, invoke, micro_in_place
+from provider_seam import use_provider
 from support_full import (
     FAILING_PROVIDERS,
     PREFIX,
@@ -54,8 +55,7 @@ def use(monkeypatch: pytest.MonkeyPatch):
     """Make the CLI use the given provider, whatever the options say."""
 
     def install(provider: Any) -> Any:
-        monkeypatch.setattr("cli.transform.build_provider", lambda settings: provider)
-        return provider
+        return use_provider(monkeypatch, provider)
 
     return install
 

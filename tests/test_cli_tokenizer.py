@@ -185,12 +185,12 @@ def claude_session(tmp_path: Path) -> Path:
 
 
 def test_a_session_file_is_counted_by_its_view(tmp_path: Path) -> None:
-    from compactor_core.agents.records import open_file
-    from compactor_core.agents.registry import detect
-    from compactor_core.agents.session import index_session, load_view
+    from compactor_core.session_files.index import index_session, load_view
+    from compactor_core.session_files.registry import detect
+    from compactor_core.sources import LocalFile
 
     path = claude_session(tmp_path)
-    with open_file(str(path), "s") as handle:
+    with LocalFile(path, "s").open() as handle:
         session = index_session(handle, detect(handle, "auto", "s"), "s")
         view = load_view(handle, session)
     tokens = reference_total("o200k", counted_texts(view))

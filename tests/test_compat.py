@@ -19,11 +19,12 @@ from strategies import odd_conversations
 from compactor_core.errors import ProviderError
 from compactor_core.estimate import estimate
 from compactor_core.formats import Conversation, dumps
-from compactor_core.full import FullSettings, full_compact
-from compactor_core.pipeline import Job, run
+from compactor_core.full import full_compact
+from compactor_core.pipeline import run
 from compactor_core.providers.base import SummaryRequest
+from compactor_core.settings import Job, Settings
 
-COMPAT = FullSettings(compat=True)
+COMPAT = Settings(compat=True)
 
 
 class Recorder:

@@ -7,16 +7,19 @@ import os
 import stat
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
-from helpers import micro_in_place
 
 from compactor_core import atomic
+from compactor_core import process as process_module
 from compactor_core.atomic import TEMP_SUFFIX, atomic_write, atomic_write_chunks
+from compactor_core.destinations import InPlace
 from compactor_core.errors import OutputError
-from compactor_core.files import InPlace, SourceFile, replace_file
-from compactor_core.formats import parse
+from compactor_core.process import Target, process
+from compactor_core.settings import Job, RunSettings, Settings, Writing
 from compactor_core.snapshots import SnapshotStore, session_id_for_file
+from compactor_core.sources import LocalFile
 
 ORIGINAL = [
     {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "bash"}]},
@@ -188,13 +191,31 @@ def test_a_short_write_is_continued_and_its_failure_reported(tmp_path: Path) -> 
     assert leftovers(tmp_path) == []
 
 
-# --- replace_file --------------------------------------------------------------------------------
+# --- rewriting in place (destinations.InPlace, files.replacing) ----------------------------------
 
 
-def compacted(data: bytes):
-    conversation = parse(data)
-    micro_in_place(conversation.messages, keep_recent=0)
-    return conversation
+def rewrite(
+    path: Path,
+    label: str | None = None,
+    meanwhile: Any = None,
+    monkeypatch: pytest.MonkeyPatch | None = None,
+    **writing: Any,
+) -> None:
+    """Micro-compact ``path`` in place by the core's one path; ``meanwhile`` runs after the file
+    was read and the result decided, before it is written. Raises the input's error."""
+    if meanwhile is not None and monkeypatch is not None:
+        real_decide = process_module.decide
+
+        def decide_then(*args: Any) -> Any:
+            outcome = real_decide(*args)
+            meanwhile()
+            return outcome
+
+        monkeypatch.setattr(process_module, "decide", decide_then)
+    run = RunSettings(Job("micro", Settings(keep_recent=0)), Writing(**writing))
+    report = process(Target(LocalFile(path, label or str(path)), InPlace()), run)
+    if report.error is not None:
+        raise report.error
 
 
 @pytest.fixture
@@ -207,7 +228,7 @@ def chat(tmp_path: Path) -> Path:
 def test_original_goes_to_a_snapshot_named_after_the_file(chat: Path, tmp_path: Path) -> None:
     original = chat.read_bytes()
     store = SnapshotStore(tmp_path / "snaps")
-    replace_file(SourceFile.read(chat), compacted(original), InPlace(snapshots=store), str(chat))
+    rewrite(chat, snapshots=store)
     assert json.loads(chat.read_bytes())[1]["content"][0]["content"] == (
         "[truncated: bash result, 3 chars]"
     )
@@ -218,24 +239,26 @@ def test_original_goes_to_a_snapshot_named_after_the_file(chat: Path, tmp_path: 
     assert snapshot.source == str(chat)
 
 
-def test_file_changed_after_it_was_kept_is_left_alone_and_the_snapshot_goes(
-    chat: Path, tmp_path: Path
+def test_file_changed_after_it_was_read_is_left_alone_and_the_snapshot_goes(
+    chat: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = SnapshotStore(tmp_path / "snaps")
-    source = SourceFile.read(chat)
-    with open(chat, "ab") as handle:  # an agent appends after the file was read
-        handle.write(b" ")
+    original = chat.read_bytes()
+
+    def an_agent_appends() -> None:
+        with open(chat, "ab") as handle:
+            handle.write(b" ")
+
     with pytest.raises(OutputError, match="changed while"):
-        replace_file(source, compacted(source.data), InPlace(snapshots=store), str(chat))
-    assert chat.read_bytes() == source.data + b" "
+        rewrite(chat, meanwhile=an_agent_appends, monkeypatch=monkeypatch, snapshots=store)
+    assert chat.read_bytes() == original + b" "
     assert store.snapshots() == []
 
 
 def test_backup_keeps_the_original_bytes_and_mode(chat: Path) -> None:
     os.chmod(chat, 0o640)
     original = chat.read_bytes()
-    settings = InPlace(backup_suffix=".bak")
-    replace_file(SourceFile.read(chat), compacted(original), settings, str(chat))
+    rewrite(chat, backup_suffix=".bak")
     backup = chat.with_name(chat.name + ".bak")
     assert backup.read_bytes() == original
     assert stat.S_IMODE(backup.stat().st_mode) == 0o640
@@ -248,28 +271,28 @@ def test_read_only_file_is_refused_and_untouched(chat: Path, tmp_path: Path) -> 
     original = chat.read_bytes()
     store = SnapshotStore(tmp_path / "snaps")
     with pytest.raises(OutputError, match="read-only"):
-        replace_file(SourceFile.read(chat), compacted(original), InPlace(snapshots=store), "c")
+        rewrite(chat, "c", snapshots=store)
     assert chat.read_bytes() == original
     assert store.snapshots() == []
 
 
-def test_file_changed_meanwhile_is_left_alone(chat: Path) -> None:
-    source = SourceFile.read(chat)
-    chat.write_bytes(b"[]  ")  # someone else wrote it after it was read
+def test_file_changed_meanwhile_is_left_alone(chat: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def someone_writes() -> None:
+        chat.write_bytes(b"[]  ")
+
     with pytest.raises(OutputError, match="changed while"):
-        replace_file(source, compacted(source.data), InPlace(), str(chat))
+        rewrite(chat, meanwhile=someone_writes, monkeypatch=monkeypatch)
     assert chat.read_bytes() == b"[]  "
 
 
 def test_pretty_output(chat: Path) -> None:
-    replace_file(SourceFile.read(chat), compacted(chat.read_bytes()), InPlace(pretty=True), "c")
+    rewrite(chat, "c", pretty=True)
     assert chat.read_text().startswith('[\n  {\n    "role": "assistant"')
 
 
 def test_symbolic_link_stays_a_link(chat: Path, tmp_path: Path) -> None:
     link = tmp_path / "link.json"
     link.symlink_to(chat)
-    source = SourceFile.read(link)
-    replace_file(source, compacted(source.data), InPlace(), str(link))
+    rewrite(link)
     assert link.is_symlink()
     assert "[truncated:" in chat.read_text()

@@ -29,12 +29,13 @@ from support_full import (
 from compactor_core.errors import ProviderError, RetryableProviderError
 from compactor_core.estimate import estimate, quarters_to_tokens, text_quarters
 from compactor_core.formats import Conversation
-from compactor_core.full import FullSettings, full_compact
-from compactor_core.pipeline import Context, Job, run
+from compactor_core.full import full_compact
+from compactor_core.pipeline import Context, run
 from compactor_core.serialize import serialize
+from compactor_core.settings import Job, Settings
 
 Message = dict[str, Any]
-BAREAGENT = FullSettings(compat=True)
+BAREAGENT = Settings(compat=True)
 
 # session_zh() without its system messages and its pending request, serialized by hand (SPEC §3.6).
 SESSION_ZH_SERIALIZED = """[user]
@@ -82,7 +83,7 @@ def test_request_pins_the_seed_prompts_and_the_budget() -> None:
 
 def test_request_in_english() -> None:
     provider = RecordingProvider()
-    result = full_compact(session_zh(), provider, FullSettings(lang="en"))
+    result = full_compact(session_zh(), provider, Settings(lang="en"))
     request = provider.request
     assert request.system.startswith("You are BareAgent's context compaction assistant.")
     for part in ("goals", "work completed", "constraints", "file paths", "tool results"):
@@ -100,8 +101,8 @@ def test_request_in_english() -> None:
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_instructions_are_appended_to_the_system_prompt(lang: str) -> None:
     plain, focused = RecordingProvider(), RecordingProvider()
-    full_compact(session_zh(), plain, FullSettings(lang=lang))
-    full_compact(session_zh(), focused, FullSettings(lang=lang, instructions="关注 auth 的 bug"))
+    full_compact(session_zh(), plain, Settings(lang=lang))
+    full_compact(session_zh(), focused, Settings(lang=lang, instructions="关注 auth 的 bug"))
     assert focused.request.system.startswith(plain.request.system + "\n\n")
     assert focused.request.system.endswith("关注 auth 的 bug")
     assert focused.request.user == plain.request.user
@@ -109,7 +110,7 @@ def test_instructions_are_appended_to_the_system_prompt(lang: str) -> None:
 
 def test_max_tokens_is_passed_on() -> None:
     provider = RecordingProvider()
-    full_compact(session_zh(), provider, FullSettings(max_tokens=123))
+    full_compact(session_zh(), provider, Settings(max_tokens=123))
     assert provider.request.max_tokens == 123
 
 
@@ -119,7 +120,7 @@ def test_prompts_golden(golden) -> None:
         for instructions in (None, "Focus on the auth bug / 关注登录"):
             provider = RecordingProvider(SUMMARY_ZH)
             result = full_compact(
-                session_zh(), provider, FullSettings(lang=lang, instructions=instructions)
+                session_zh(), provider, Settings(lang=lang, instructions=instructions)
             )
             label = f"{lang}, instructions={instructions!r}"
             parts += [f"=== {label}: system", provider.request.system]
@@ -317,7 +318,7 @@ def test_rebuild_layout() -> None:
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_rebuild_golden(golden, lang: str) -> None:
     provider = RecordingProvider(SUMMARY_ZH)
-    result = full_compact(session_zh(), provider, FullSettings(lang=lang)).messages
+    result = full_compact(session_zh(), provider, Settings(lang=lang)).messages
     golden(f"full_rebuild_{lang}.json", json.dumps(result, ensure_ascii=False, indent=1) + "\n")
 
 
@@ -370,7 +371,7 @@ def test_the_pending_turn_comes_back_unchanged_even_when_micro_would_truncate_it
         anthropic_result("t1", "x" * 500),
     ]
     provider = RecordingProvider()
-    settings = FullSettings(keep_recent=0)
+    settings = Settings(keep_recent=0)
     result = full_compact(messages, provider, settings).messages
     assert result[-2:] == messages[1:]
     assert result[-1]["content"][0]["content"] == "x" * 500
@@ -464,7 +465,7 @@ def test_results_answering_calls_of_two_messages_are_summarized() -> None:
         },
     ]
     provider = RecordingProvider()
-    result = full_compact(messages, provider, FullSettings(lang="zh")).messages
+    result = full_compact(messages, provider, Settings(lang="zh")).messages
     assert result == [
         {"role": "user", "content": PREFIX + SUMMARY},
         {"role": "assistant", "content": SEED_ACK},
@@ -603,7 +604,7 @@ def test_bareagent_has_no_guards(reply: str) -> None:
 def test_bareagent_does_not_shrink_the_prompt() -> None:
     messages = long_session(40)
     provider = RecordingProvider()
-    settings = FullSettings(compat=True, max_prompt_tokens=100)
+    settings = Settings(compat=True, max_prompt_tokens=100)
     full_compact(messages, provider, settings)
     source = copy.deepcopy(messages[:-1])
     micro_in_place(source, 3)
@@ -697,7 +698,7 @@ def test_a_conversation_far_bigger_than_the_budget_is_still_summarized() -> None
     messages = long_session(60)
     assert estimate(messages) > 20 * 4000
     provider = RecordingProvider()
-    result = full_compact(messages, provider, FullSettings(lang="zh", max_prompt_tokens=4000))
+    result = full_compact(messages, provider, Settings(lang="zh", max_prompt_tokens=4000))
     assert result.status == "compacted"
     assert prompt_tokens(provider) <= 4000
     sent = provider.request.messages
@@ -719,7 +720,7 @@ def test_markers_first_when_they_are_enough() -> None:
     unshrunk = RecordingProvider()
     full_compact(messages, unshrunk)
     budget = prompt_tokens(unshrunk) - 100
-    full_compact(messages, provider, FullSettings(max_prompt_tokens=budget))
+    full_compact(messages, provider, Settings(max_prompt_tokens=budget))
     sent = provider.request.messages
     assert len(sent) == len(messages) - 1
     results = [
@@ -740,7 +741,7 @@ def test_markers_first_when_they_are_enough() -> None:
 def test_long_texts_are_cut_in_the_middle_before_anything_is_dropped() -> None:
     messages = long_session(4, size=20_000)
     provider = RecordingProvider()
-    full_compact(messages, provider, FullSettings(max_prompt_tokens=12_000))
+    full_compact(messages, provider, Settings(max_prompt_tokens=12_000))
     sent = provider.request.messages
     assert len(sent) == len(messages) - 1
     assert prompt_tokens(provider) <= 12_000
@@ -762,7 +763,7 @@ def test_long_tool_inputs_keep_their_keys_when_cut() -> None:
         ]
     messages.append({"role": "user", "content": "done?"})
     provider = RecordingProvider()
-    full_compact(messages, provider, FullSettings(max_prompt_tokens=100_000))
+    full_compact(messages, provider, Settings(max_prompt_tokens=100_000))
     assert prompt_tokens(provider) <= 100_000
     sent = provider.request.messages
     inputs = [
@@ -791,7 +792,7 @@ def test_thinking_signatures_are_cut() -> None:
         )
         messages.append({"role": "user", "content": f"more {n}"})
     provider = RecordingProvider()
-    full_compact(messages, provider, FullSettings(max_prompt_tokens=30_000))
+    full_compact(messages, provider, Settings(max_prompt_tokens=30_000))
     assert len(provider.request.messages) == len(messages) - 1
     assert prompt_tokens(provider) <= 30_000
 
@@ -800,7 +801,7 @@ def test_a_previous_summary_stays_first_when_the_oldest_are_dropped() -> None:
     previous = {"role": "user", "content": PREFIX + "## Goal\n- the earlier work"}
     messages = [previous, {"role": "assistant", "content": SEED_ACK}, *long_session(40)]
     provider = RecordingProvider()
-    full_compact(messages, provider, FullSettings(max_prompt_tokens=5000))
+    full_compact(messages, provider, Settings(max_prompt_tokens=5000))
     sent = provider.request.messages
     assert sent[0] == previous
     assert sent[1] == messages[2]  # then the first request
@@ -812,7 +813,7 @@ def test_the_budget_is_not_used_when_the_prompt_fits() -> None:
     messages = long_session(3)
     a, b = RecordingProvider(), RecordingProvider()
     full_compact(messages, a)
-    full_compact(messages, b, FullSettings(max_prompt_tokens=prompt_tokens(a)))
+    full_compact(messages, b, Settings(max_prompt_tokens=prompt_tokens(a)))
     assert a.request == b.request
 
 
@@ -838,7 +839,7 @@ def test_a_model_sees_the_previous_summary_first() -> None:
 
 
 def auto(messages: list[Message], threshold: int, provider: Any, **job: Any) -> Any:
-    job = Job("auto", FullSettings(threshold=threshold), **job)
+    job = Job("auto", Settings(threshold=threshold), **job)
     return run(job, Conversation(messages), Context(provider))
 
 
@@ -867,7 +868,7 @@ def test_auto_summarizes_above_the_threshold_measured_after_micro() -> None:
     outcome = auto(messages, estimate(micro) - 1, provider)
     assert outcome.full == "compacted"
     assert outcome.conversation.messages == full_compact(messages, RecordingProvider()).messages
-    assert outcome.micro.truncated > 0
+    assert outcome.truncated > 0
 
 
 def test_auto_keeps_the_micro_result_when_the_summary_fails() -> None:
@@ -925,6 +926,6 @@ def test_a_cut_off_summary_is_kept_and_reported() -> None:
 
 def test_a_cut_off_summary_fails_when_whole_summaries_are_required() -> None:
     messages = session_zh()
-    result = full_compact(messages, CutOffProvider(), FullSettings(keep_cut_off=False))
+    result = full_compact(messages, CutOffProvider(), Settings(keep_cut_off=False))
     assert result.status == "failed" and result.messages is messages
     assert "cut off at max_tokens" in str(result.error)

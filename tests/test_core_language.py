@@ -10,10 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support_full import PREFIX, anthropic_call, anthropic_result
 
-from compactor_core.full import FullSettings, full_compact
+from compactor_core.full import full_compact
 from compactor_core.language import conversation_language, resolve, text_language
 from compactor_core.prompts import PROMPTS
 from compactor_core.providers.extractive import ExtractiveSummarizer
+from compactor_core.settings import Settings
 
 Message = dict[str, Any]
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -108,7 +109,7 @@ def test_auto_sets_the_prompt_the_headings_and_the_acknowledgement(
         {"role": "assistant", "content": "Built."},
         user(request_text),
     ]
-    result = full_compact(messages, ExtractiveSummarizer(), FullSettings())
+    result = full_compact(messages, ExtractiveSummarizer(), Settings())
     assert result.status == "compacted"
     assert result.messages[1] == {"role": "assistant", "content": PROMPTS[lang].acknowledgement}
     heading = {"zh": "## 目标", "en": "## Goal"}[lang]

@@ -23,9 +23,10 @@ from strategies import STYLES
 from strategies_full import full_conversations
 from support_full import anthropic_call, anthropic_result
 
-from compactor_core.full import FullSettings, full_compact
+from compactor_core.full import full_compact
 from compactor_core.providers.base import SummaryRequest
 from compactor_core.providers.extractive import ExtractiveSummarizer
+from compactor_core.settings import Settings
 
 Message = dict[str, Any]
 PROPERTIES = settings(max_examples=120, deadline=None)
@@ -181,7 +182,7 @@ def test_the_failed_test_fixed_later_is_not_open() -> None:
 
 def test_the_old_outcome_is_read_from_before_micro_compaction() -> None:
     """Micro turned the failed push's output into a marker; the error line is still known."""
-    result = full_compact([*EN, user("ok")], ExtractiveSummarizer(), FullSettings(lang="en"))
+    result = full_compact([*EN, user("ok")], ExtractiveSummarizer(), Settings(lang="en"))
     work = section(result.summary or "", "Work done")
     assert work[0].endswith("failed: error: failed to push some refs to 'origin'")
 
@@ -245,7 +246,7 @@ def test_generated_sessions_never_quote_harness_text(messages: list[Message], la
     requests=st.lists(st.sampled_from(["next one", "下一个", "and again"]), min_size=1),
 )
 def test_re_summaries_label_one_first_request(messages: list[Message], requests: list[str]) -> None:
-    first = full_compact(messages, ExtractiveSummarizer(), FullSettings(max_prompt_tokens=10**6))
+    first = full_compact(messages, ExtractiveSummarizer(), Settings(max_prompt_tokens=10**6))
     if first.status != "compacted":
         return
     grown = list(first.messages)

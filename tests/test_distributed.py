@@ -26,9 +26,8 @@ from cluster_support import SECRET, Cluster, aws_environment, s3, s3_server, ses
 from helpers import CORPUS, CTXPACK, run
 
 from compactor_core.formats import dump, parse
-from compactor_core.micro import MicroSettings
-from compactor_core.pipeline import Job
 from compactor_core.pipeline import run as run_job
+from compactor_core.settings import Job, Settings
 
 SUMMARY = re.compile(r"^ctxpack: (\d+) files, (\d+) changed, (\d+) failed, tokens (\d+) -> (\d+)")
 MICRO = ("micro", "--keep-recent", "2")
@@ -100,7 +99,7 @@ def local_files(root: Path) -> dict[str, bytes]:
 
 def expected_micro(files: dict[str, bytes]) -> dict[str, bytes]:
     """What ``micro --keep-recent 2`` makes of each session, worked out in this process."""
-    job = Job("micro", MicroSettings(keep_recent=2))
+    job = Job("micro", Settings(keep_recent=2))
     results = {}
     for key, data in files.items():
         if key.endswith(".json") and not key.rsplit("/", 1)[-1].startswith("."):
@@ -277,12 +276,16 @@ def test_in_place_on_object_storage_keeps_the_original(fs: Any, cluster: Cluster
         **{f"{key}.orig": data for key, data in files.items()},
     }
     snapshots = objects(fs, "inplace/snapshots")
-    assert len(snapshots) == 4
+    assert len(snapshots) == 8  # each original and its .meta, as in a local folder
+    stamp = r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{6}"
     for name, data in snapshots.items():
-        key = re.fullmatch(r"(s\d)-[0-9a-f]{8}_\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{6}\.jsonl", name)
+        if name.endswith(".meta"):
+            continue
+        key = re.fullmatch(rf"(s\d)-[0-9a-f]{{8}}_{stamp}\.original\.json", name)
         assert key, name
-        original = json.loads(files[f"{key.group(1)}.json"])
-        assert [json.loads(line) for line in data.splitlines()] == original
+        assert data == files[f"{key.group(1)}.json"]  # the original, byte for byte
+        meta = json.loads(snapshots[name + ".meta"])
+        assert (meta["kind"], meta["size"]) == ("original", len(data))
 
     again = run(
         *MICRO,
@@ -294,7 +297,7 @@ def test_in_place_on_object_storage_keeps_the_original(fs: Any, cluster: Cluster
     )
     assert again.returncode == 0, again.stderr
     assert skipped(again.stderr) == 2
-    assert len(fs.find("inplace/snapshots")) == 4
+    assert len(fs.find("inplace/snapshots")) == 8
 
 
 # --- failures as for local files -----------------------------------------------------------------
@@ -415,7 +418,7 @@ def test_estimate_summary_is_computed_on_the_workers(
 
 def test_the_plain_cli_imports_no_extra_at_start_up() -> None:
     code = (
-        "import sys, cli.main, cli.transform, cli.scale, compactor_core.distributed\n"
+        "import sys, cli.main, cli.run, compactor_core.engines, compactor_core.targets\n"
         "extras = ('fsspec', 's3fs', 'botocore', 'aiobotocore', 'dask', 'distributed')\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & set(extras)))"
     )

@@ -21,8 +21,9 @@ from strategies_full import expected_pending, full_conversations
 from support_full import FAILING_PROVIDERS, PREFIX, SEED_ACK, RecordingProvider
 
 from compactor_core.estimate import quarters_to_tokens, text_quarters
-from compactor_core.full import FullSettings, full_compact
+from compactor_core.full import full_compact
 from compactor_core.providers.extractive import ExtractiveSummarizer
+from compactor_core.settings import Settings
 
 Message = dict[str, Any]
 PROPERTIES = settings(max_examples=150, deadline=None)
@@ -52,7 +53,7 @@ def check_compacted(messages: list[Message], result: list[Message], summary: str
 @given(data=st.data())
 def test_fixed_text_provider(data: st.DataObject) -> None:
     messages = data.draw(st.sampled_from(STYLES).flatmap(full_conversations))
-    micro = FullSettings(lang="zh", keep_recent=data.draw(keep_recent))
+    micro = Settings(lang="zh", keep_recent=data.draw(keep_recent))
     before = copy.deepcopy(messages)
     provider = RecordingProvider("摘要 ok")
     result = full_compact(messages, provider, micro)
@@ -81,7 +82,7 @@ def test_extractive_provider(data: st.DataObject) -> None:
     messages = data.draw(st.sampled_from(STYLES).flatmap(full_conversations))
     max_tokens = data.draw(st.sampled_from([50, 300, 2000]))
     before = copy.deepcopy(messages)
-    settings = FullSettings(lang="zh", max_tokens=max_tokens, keep_recent=data.draw(keep_recent))
+    settings = Settings(lang="zh", max_tokens=max_tokens, keep_recent=data.draw(keep_recent))
     result = full_compact(messages, ExtractiveSummarizer(), settings)
     assert messages == before
     if result.status == "compacted":
@@ -110,8 +111,8 @@ def test_any_failure_gives_the_input_back(messages: list[Message], kind: str) ->
 @given(messages=full_conversations(), lang=st.sampled_from(["zh", "en"]))
 def test_a_second_compaction_keeps_the_layout(messages: list[Message], lang: str) -> None:
     provider = RecordingProvider("summary one, 第一")
-    first = full_compact(messages, provider, FullSettings(lang=lang))
-    second = full_compact(first.messages, RecordingProvider("two"), FullSettings(lang=lang))
+    first = full_compact(messages, provider, Settings(lang=lang))
+    second = full_compact(first.messages, RecordingProvider("two"), Settings(lang=lang))
     assert pair_violations(second.messages) == []
     assert systems(second.messages) == systems(messages)
     pending, _ = expected_pending(messages)
@@ -124,7 +125,7 @@ def test_a_second_compaction_keeps_the_layout(messages: list[Message], lang: str
 @given(messages=full_conversations())
 def test_bareagent_keeps_systems_and_the_last_user_message(messages: list[Message]) -> None:
     before = copy.deepcopy(messages)
-    result = full_compact(messages, RecordingProvider(""), FullSettings(compat=True))
+    result = full_compact(messages, RecordingProvider(""), Settings(compat=True))
     assert messages == before
     if result.status == "nothing":
         return

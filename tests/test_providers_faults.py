@@ -16,13 +16,13 @@ Set ``CTXPACK_TEST_REPORT=FILE`` to have each case's attempts and time appended 
 from __future__ import annotations
 
 import email.utils
-import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from provider_seam import use_client_options
 from providers_support import (
     CONVERSATION,
     SECRET,
@@ -47,13 +47,12 @@ from scripted_server import (
     free_port,
 )
 
-from cli import transform
 from compactor_core.errors import ProviderError, RetryableProviderError
 from compactor_core.prompts import PROMPTS
 from compactor_core.providers.base import SummaryRequest
 from compactor_core.providers.http import MAX_RETRY_AFTER, JsonClient, retry_after
 from compactor_core.providers.openai import OpenAISummarizer
-from compactor_core.providers.registry import ProviderSettings, build_provider
+from compactor_core.providers.registry import ProviderSettings
 
 FAILED, RETRYABLE = 69, 75
 
@@ -66,18 +65,12 @@ def server() -> Iterator[ScriptedServer]:
     server.close()
 
 
-def client_options(monkeypatch: pytest.MonkeyPatch, **options: Any) -> None:
-    """The CLI builds its providers with these JsonClient options (a transport, a sleep)."""
-    patched = functools.partial(build_provider, **options)
-    monkeypatch.setattr(transform, "build_provider", patched)
-
-
 @pytest.fixture
 def scripted(monkeypatch: pytest.MonkeyPatch) -> ScriptedTransport:
     """The script answered in this process; the CLI's provider talks to it and sleeps on its
     clock."""
     scripted = ScriptedTransport()
-    client_options(monkeypatch, transport=scripted.transport, sleep=scripted.clock.sleep)
+    use_client_options(monkeypatch, transport=scripted.transport, sleep=scripted.clock.sleep)
     return scripted
 
 
@@ -404,7 +397,7 @@ def test_fault_in_a_real_process(
 def test_connection_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A real refused connection (nothing listens on the port), retried without waiting."""
     clock = FakeClock()
-    client_options(monkeypatch, sleep=clock.sleep)
+    use_client_options(monkeypatch, sleep=clock.sleep)
     args = ["full", "--provider", "openai", "--base-url", f"http://127.0.0.1:{free_port()}/v1"]
     run = run_ctxpack(tmp_path, [*args, "--retries", "1", "--strict"], in_process=True)
     assert_best_effort(run, "connection failed: ", RETRYABLE)

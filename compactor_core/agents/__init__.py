@@ -1,5 +1,5 @@
-"""The agents' own session files (SPEC §8): Claude Code, Codex, and the framework they share.
+"""The agents' session formats (SPEC §8): one module per agent, each an ``AgentFormat``.
 
-``registry`` lists the formats and detects them; ``session`` reads, views, checks and rewrites a
-session file of any of them; one module per agent implements ``base.AgentFormat``.
+What they share (reading, the view, checking, rewriting a session file of any of them) is
+``compactor_core.session_files``; ``session_files.registry`` lists these modules.
 """

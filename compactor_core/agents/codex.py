@@ -38,8 +38,15 @@ from typing import Any
 
 import orjson
 
-from .base import AgentFormat, Compaction, Record, RecordInfo, SessionFile, ViewMessage
-from .ui_copies import shrink_strings
+from ..session_files.base import (
+    AgentFormat,
+    Compaction,
+    Record,
+    RecordInfo,
+    SessionFile,
+    ViewMessage,
+)
+from ..session_files.ui_copies import shrink_strings
 
 RECORD_TYPES = frozenset(
     {

@@ -1,5 +1,6 @@
-"""The providers, in one table (SPEC §7); ``defaults.PROVIDER_NAMES``, the CLI's ``--provider``
-choices, names the same ones in the same order.
+"""Building a provider by name (SPEC §7); the table of providers is ``settings.SPECS``, and
+``defaults.PROVIDER_NAMES``, the CLI's ``--provider`` choices, names the same ones in the same
+order (a test keeps the two in step).
 
 Each provider's module is imported only when it is built, so a run that never summarizes never
 pays for httpx.
@@ -10,21 +11,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
-from .settings import ProviderSettings
+from .settings import ProviderSettings, spec_of
 
 if TYPE_CHECKING:
     from .base import Summarizer
 
-__all__ = ["PROVIDERS", "ProviderSettings", "build_provider"]
-
-# name -> (module, class); a class takes the settings, network ones also JsonClient's options.
-PROVIDERS: dict[str, tuple[str, str]] = {
-    "extractive": ("extractive", "ExtractiveSummarizer"),
-    "openai": ("openai", "OpenAISummarizer"),
-    "anthropic": ("anthropic", "AnthropicSummarizer"),
-    "command": ("command", "CommandSummarizer"),
-}
+__all__ = ["ProviderSettings", "build_provider", "provider"]
 
 
 def build_provider(settings: ProviderSettings, **client: Any) -> Summarizer:
@@ -33,13 +25,20 @@ def build_provider(settings: ProviderSettings, **client: Any) -> Summarizer:
     ``client`` goes to a network provider's JsonClient (``transport``, ``sleep``, ...), so tests
     can hand it an ``httpx.MockTransport`` and a clock that does not wait.
     """
-    if settings.name not in PROVIDERS:
-        choices = ", ".join(PROVIDERS)
-        raise ConfigError(f"unknown provider {settings.name!r}: choose one of {choices}")
-    module, name = PROVIDERS[settings.name]
-    summarizer = getattr(importlib.import_module(f"{__package__}.{module}"), name)
-    if settings.name == "extractive":
+    spec = spec_of(settings.name)
+    summarizer = getattr(importlib.import_module(spec.module), spec.class_name)
+    if spec.name == "extractive":
         return summarizer()
-    if settings.is_network:
+    if spec.is_network:
         return summarizer(settings, **client)
     return summarizer(settings)
+
+
+def provider(name: str = "extractive", **settings: Any) -> Summarizer:
+    """The provider ``name`` with these settings (``model``, ``base_url``, ``api_key``,
+    ``timeout``, ``retries``, ``command``, …); whatever is not given is the provider's default.
+
+    >>> provider("anthropic", api_key="…").model
+    'claude-3-5-haiku-latest'
+    """
+    return build_provider(ProviderSettings(name, **settings))

@@ -25,8 +25,8 @@ INVALID = "invalid"
 
 
 @dataclass
-class Session:
-    """A session file as pass 1 saw it."""
+class SessionIndex:
+    """A session file as pass 1 saw it: an index of its records, and its conversation view."""
 
     format: AgentFormat
     source: str  # how messages name the file
@@ -70,7 +70,7 @@ def index_session(
     source: str,
     others: Sequence[AgentFormat] = (),
     measure: bool = True,
-) -> Session:
+) -> SessionIndex:
     """Pass 1: one ``RecordInfo`` per line, the tool names, the view.
 
     Without ``measure`` the records' estimates are not made: a micro compaction whose figures
@@ -101,7 +101,7 @@ def index_session(
     size = last.offset + len(last.data) if last else 0
     view = agent_format.view(infos)
     ends_with_newline = last is None or bool(last.ending)
-    return Session(agent_format, source, infos, view, size, names, ends_with_newline, measure)
+    return SessionIndex(agent_format, source, infos, view, size, names, ends_with_newline, measure)
 
 
 def _foreign(record: Record, own: AgentFormat, others: Sequence[AgentFormat]) -> str | None:
@@ -169,7 +169,7 @@ def read_record(handle: BinaryIO, info: RecordInfo, source: str) -> Record:
 
 def load_view(
     handle: BinaryIO,
-    session: Session,
+    session: SessionIndex,
     change: Callable[[int, Record], Any] | None = None,
 ) -> list[Message]:
     """The view's messages, read from the file; ``change(index, record)`` may alter each record
@@ -189,7 +189,7 @@ def load_view(
 
 def view_tokens(
     handle: BinaryIO,
-    session: Session,
+    session: SessionIndex,
     counter: Counter = HEURISTIC,
     change: Callable[[int, Record], Any] | None = None,
 ) -> int:

@@ -9,8 +9,8 @@ import importlib
 from functools import cache
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from .. import defaults
 from ..errors import InputError
-from ..formats import UTF8_BOM
 from .records import lines, parse_fast
 
 if TYPE_CHECKING:  # the formats' base class is imported with the first format module
@@ -21,8 +21,8 @@ _MODULES = {
     "claude-code": "compactor_core.agents.claude_code:ClaudeCode",
     "codex": "compactor_core.agents.codex:Codex",
 }
-MESSAGES = "messages"
-AUTO = "auto"
+MESSAGES = defaults.MESSAGES_FORMAT
+AUTO = defaults.AUTO_FORMAT
 FORMAT_NAMES = (MESSAGES, *_MODULES)
 SNIFF_RECORDS = 20  # how many of the first records detection looks at
 
@@ -72,8 +72,6 @@ def detect(handle: BinaryIO, requested: str, source: str) -> AgentFormat | None:
         return None
     if requested != AUTO:
         return get(requested)
-    if _starts_an_array(handle):
-        return None
     head = _first_records(handle)
     name = detect_records(head)
     if name is not None:
@@ -81,13 +79,6 @@ def detect(handle: BinaryIO, requested: str, source: str) -> AgentFormat | None:
     if len(head) > 1 and not _could_be_messages(head[0]):  # one object: the core says why
         raise not_a_session(source)
     return None
-
-
-def _starts_an_array(handle: BinaryIO) -> bool:
-    """A JSON array of messages, found without reading its (possibly only, huge) line."""
-    start = handle.read(4096).removeprefix(UTF8_BOM).lstrip()
-    handle.seek(0)
-    return start.startswith(b"[")
 
 
 def _first_records(handle: BinaryIO) -> list[Any]:

@@ -8,14 +8,12 @@ JSON is *torn*: what an agent leaves when it is killed while writing.
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Iterator
 from typing import Any, BinaryIO, NamedTuple
 
 import orjson
 
-from ..errors import InputError, IsADirectory, reading
+from ..errors import InputError
 from ..formats import UTF8_BOM, json_type, load_value
 
 # Every digit to "0", every other byte to "x": a run of 19 digits is then a plain substring.
@@ -23,8 +21,6 @@ _DIGITS_ONLY = bytes(
     ord("0") if chr(byte).isdigit() and byte < 128 else ord("x") for byte in range(256)
 )
 _LONG_DIGIT_RUN = b"0" * 19
-
-READ_BUFFER = 1 << 20  # long lines are read four times faster than with the default 8 KB
 
 
 class Line(NamedTuple):  # a NamedTuple: made for every line, and cheap to define at start-up
@@ -48,18 +44,6 @@ class Line(NamedTuple):  # a NamedTuple: made for every line, and cheap to defin
     def prefix(self) -> bytes:
         """What comes before the JSON: a UTF-8 BOM on the first line."""
         return UTF8_BOM if self.number == 1 and self.data.startswith(UTF8_BOM) else b""
-
-
-def open_file(path: str | os.PathLike[str], label: str) -> BinaryIO:
-    """The file, opened for reading by its real path (symbolic links resolved); errors name
-    ``label``."""
-    with reading(label):
-        real = os.path.realpath(path, strict=True)
-        handle = open(real, "rb", buffering=READ_BUFFER)  # noqa: SIM115 (returned open)
-    if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
-        handle.close()
-        raise IsADirectory(f"{label}: is a directory")
-    return handle
 
 
 def lines(handle: BinaryIO, start: int = 0) -> Iterator[Line]:

@@ -15,18 +15,18 @@ from typing import BinaryIO
 
 from ..errors import InputError
 from ..formats import dumps
-from .compact import SessionOutcome
+from .compact import Rewrite
+from .index import SessionIndex
 from .records import Line, parse_exact
-from .session import Session
 
 BLOCK = 1 << 20
 
 
-def session_chunks(handle: BinaryIO, session: Session, outcome: SessionOutcome) -> Iterator[bytes]:
+def session_chunks(handle: BinaryIO, session: SessionIndex, rewrite: Rewrite) -> Iterator[bytes]:
     """The new file's bytes, a block (or a changed line, or the appended records) at a time."""
     position = 0
     last = b"\n"  # the last byte copied so far
-    for index in sorted(outcome.touched) if outcome.change is not None else ():
+    for index in sorted(rewrite.touched) if rewrite.change is not None else ():
         info = session.infos[index]
         for block in _blocks(handle, position, info.offset):
             last = block[-1:]
@@ -38,7 +38,7 @@ def session_chunks(handle: BinaryIO, session: Session, outcome: SessionOutcome) 
         record = parse_exact(line, session.source)
         data = (
             line.prefix + dumps(record) + line.ending
-            if outcome.change(index, record)
+            if rewrite.change(index, record)
             else line.data
         )
         last = data[-1:]
@@ -47,10 +47,10 @@ def session_chunks(handle: BinaryIO, session: Session, outcome: SessionOutcome) 
     for block in _blocks(handle, position, None):
         last = block[-1:]
         yield block
-    if outcome.append:
+    if rewrite.append:
         if last not in (b"\n", b""):
             yield b"\n"
-        yield b"".join(dumps(record) + b"\n" for record in outcome.append)
+        yield b"".join(dumps(record) + b"\n" for record in rewrite.append)
 
 
 def _blocks(handle: BinaryIO, start: int, end: int | None) -> Iterator[bytes]:

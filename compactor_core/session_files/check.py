@@ -9,18 +9,39 @@ call without its result. Blank lines are not problems: every agent skips them.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base import Problem
-from .session import INVALID, Session
+from .index import INVALID, SessionIndex, index_session
+from .registry import agent_formats
+
+if TYPE_CHECKING:
+    from ..documents import SessionDocument
 
 
-def problems(session: Session) -> list[Problem]:
+def check_report(document: SessionDocument) -> dict[str, Any]:
+    """What ``ctxpack check`` says of a session file: its make-up and every problem found."""
+    others = [other for other in agent_formats() if other.name != document.format.name]
+    session = index_session(document.handle, document.format, document.label, others)
+    found = problems(session)
+    return {
+        "file": document.label,
+        "format": document.format.name,
+        "bytes": session.size,
+        "lines": len(session.infos),
+        "records": session.records(),
+        "view_messages": len(session.view),
+        "tokens": session.tokens,
+        "problems": [{"line": p.line, "kind": p.kind, "detail": p.detail} for p in found],
+    }
+
+
+def problems(session: SessionIndex) -> list[Problem]:
     found = [*_line_problems(session), *_id_problems(session), *_pair_problems(session)]
     return sorted(found, key=lambda problem: problem.line)
 
 
-def _line_problems(session: Session) -> Iterator[Problem]:
+def _line_problems(session: SessionIndex) -> Iterator[Problem]:
     last = len(session.infos) - 1
     for index, info in enumerate(session.infos):
         if info.kind == INVALID:
@@ -32,7 +53,7 @@ def _line_problems(session: Session) -> Iterator[Problem]:
             yield Problem(info.line, "foreign-record", info.problem)
 
 
-def _id_problems(session: Session) -> Iterator[Problem]:
+def _id_problems(session: SessionIndex) -> Iterator[Problem]:
     first_line: dict[str, int] = {}
     for info in session.infos:
         if info.id is None:
@@ -49,7 +70,7 @@ def _id_problems(session: Session) -> Iterator[Problem]:
                 yield Problem(info.line, "dangling-parent", f"{what} {value} is in no record")
 
 
-def _pair_problems(session: Session) -> Iterator[Problem]:
+def _pair_problems(session: SessionIndex) -> Iterator[Problem]:
     """Calls and results of the view that have no partner in it."""
     asked: dict[Any, int] = {}  # call id -> line, still waiting for its result
     answered: set[Any] = set()

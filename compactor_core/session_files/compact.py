@@ -1,4 +1,4 @@
-"""Micro, full and auto compaction of a session file, decided from the index (SPEC §8.3).
+"""Micro, full and auto compaction of a session file, decided from its index (SPEC §8.3).
 
 Micro: the view's tool-result turns are found by the core's rule (``tools.tool_result_turns``)
 over a skeleton of the view made from the index; every record holding tool results outside the
@@ -13,24 +13,21 @@ format appends. The file's lines before them stay as they are.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..errors import ProviderError
-from ..estimate import HEURISTIC, Counter, estimate, estimate_quarters, quarters_to_tokens
-from ..full import find_pending_turn, full_compact, has_source
+from ..estimate import HEURISTIC, estimate, estimate_quarters, quarters_to_tokens
+from ..formats import Message
+from ..full import FullResult, PendingTurn
 from ..micro import is_marker, micro_compact
-from ..pipeline import Job, default_provider
-from ..providers.base import Summarizer
 from ..settings import Settings
-from ..status import Status
 from ..tokenizers import counter as counter_named
 from ..tools import UNKNOWN_TOOL, tool_result_turns
 from .base import Compaction, Record, ToolResult
-from .session import (
-    Session,
+from .index import (
+    SessionIndex,
     load_view,
     pick,
     piece_quarters,
@@ -50,11 +47,11 @@ class MicroPlan:
     def touches(self, index: int) -> bool:
         return index in self.records or index in self.copies
 
-    def touches_view(self, session: Session) -> bool:
+    def touches_view(self, session: SessionIndex) -> bool:
         return any(self.touches(index) for index in session.view_records)
 
 
-def plan_micro(session: Session, settings: Settings) -> MicroPlan:
+def plan_micro(session: SessionIndex, settings: Settings) -> MicroPlan:
     infos = session.infos
     skeleton = [
         {
@@ -105,7 +102,7 @@ def _gets_marker(result: ToolResult, tool: str, settings: Settings) -> bool:
     return result.chars >= settings.min_chars
 
 
-def micro_change(session: Session, plan: MicroPlan, settings: Settings):
+def micro_change(session: SessionIndex, plan: MicroPlan, settings: Settings):
     """The change pass 2 makes to record ``index`` (returns whether it changed it)."""
     agent_format = session.format
     # The plan chose the records; within one, every result the rules allow gets the marker, by
@@ -148,7 +145,7 @@ def micro_change(session: Session, plan: MicroPlan, settings: Settings):
 
 
 def view_tokens_after(
-    handle: BinaryIO, session: Session, plan: MicroPlan, change: Callable[[int, Record], bool]
+    handle: BinaryIO, session: SessionIndex, plan: MicroPlan, change: Callable[[int, Record], bool]
 ) -> int:
     """The view's estimate once the plan is done (the changed view records read again)."""
     quarters = session.view_quarters
@@ -165,126 +162,134 @@ def view_tokens_after(
 # --- one file through one command ----------------------------------------------------------------
 
 
-@dataclass
-class SessionOutcome:
-    """What a command does to a session file: the records to change, the records to append."""
+@dataclass(frozen=True)
+class Rewrite:
+    """What pass 2 does to a session file: the records to change (and how), the records to add."""
 
     change: Callable[[int, Record], bool] | None = None
     touched: frozenset[int] = frozenset()  # the records ``change`` may change
-    append: list[Record] = field(default_factory=list)
-    truncated: int = 0  # tool results that get the marker
-    full: Status = Status.NOT_RUN
-    error: ProviderError | None = None
-    tokens_before: int | None = None  # the view's estimate (None: not measured)
-    tokens_after: int | None = None
-    over_threshold: bool = False
-    summary: str | None = None
+    append: tuple[Record, ...] = ()
 
     @property
-    def changed(self) -> bool:
+    def changes_anything(self) -> bool:
         return bool(self.touched or self.append)
+
+
+UNCHANGED = Rewrite()
 
 
 @dataclass(frozen=True)
 class Surroundings:
-    """What a full compaction of a session file needs besides the file."""
+    """What the records a full compaction appends are stamped with."""
 
-    provider: Summarizer | None = None
-    now: datetime | None = None  # stamps the new records (UTC)
+    now: datetime | None = None  # the time of the new records (UTC)
     path: Path | None = None  # the session file, named in the summary record
-    new_id: Callable[[], str] | None = None
-    dry_run: bool = False  # decide, but call no provider
+    new_id: Callable[[], str] | None = None  # fresh record ids (uuid4 by default)
 
 
-def run_session(
-    handle: BinaryIO, session: Session, job: Job, around: Surroundings = Surroundings()
-) -> SessionOutcome:
-    """What ``job`` (micro, full or auto) does to the session; nothing is written here."""
-    settings = job.settings
-    plan = plan_micro(session, settings)
-    change = micro_change(session, plan, settings)
-    counter = counter_named(settings.tokenizer)
-    before = view_tokens(handle, session, counter) if session.measured else None
-    if job.command == "micro" or job.command == "auto":
-        after = before
-        if plan.touches_view(session) and session.measured:
-            after = (
-                view_tokens_after(handle, session, plan, change)
-                if counter is HEURISTIC
-                else view_tokens(handle, session, counter, _micro_first(plan, change))
-            )
-        outcome = SessionOutcome(
-            change,
-            plan.records | plan.copies,
-            [],
-            plan.results,
-            Status.NOT_RUN,
-            None,
-            before,
-            after,
+class SessionSubject:
+    """A session file as ``pipeline.decide`` sees it: its view, read from the file on demand.
+
+    Micro compaction is planned from the index; the records it touches are changed as they are
+    read (for an estimate, for the summary) and as they are written. A summary becomes records the
+    format appends. Nothing is written here: ``rewrite`` says what pass 2 must do.
+    """
+
+    def __init__(
+        self,
+        handle: BinaryIO,
+        index: SessionIndex,
+        settings: Settings,
+        around: Surroundings = Surroundings(),
+    ) -> None:
+        self.handle = handle
+        self.index = index
+        self.measured = index.measured
+        self.around = around
+        self.counter = counter_named(settings.tokenizer)
+        self.plan = plan_micro(index, settings)
+        self.change = micro_change(index, self.plan, settings)
+        self.micro_done = False
+        self.appended: tuple[Record, ...] = ()
+        self.summary: str | None = None
+        self._input_tokens: int | None = None
+
+    # --- what decide asks ---
+
+    def tokens(self) -> int:
+        if self.appended:  # after a summary the view is what was appended
+            return self._appended_tokens(self.appended)
+        if not self.micro_done:
+            return self.input_tokens()
+        if not self.plan.touches_view(self.index):
+            return self.input_tokens()
+        if self.counter is HEURISTIC:
+            return view_tokens_after(self.handle, self.index, self.plan, self.change)
+        return view_tokens(self.handle, self.index, self.counter, self._micro_first)
+
+    def micro(self) -> int:
+        self.micro_done = True
+        return self.plan.results
+
+    def history(self) -> list[Message]:
+        # old results as markers already: they take little memory
+        return load_view(self.handle, self.index, self._micro_first)
+
+    def take_summary(self, compacted: FullResult) -> int:
+        if compacted.summary is None:
+            raise ValueError("a compacted result without its summary")
+        self.summary = compacted.summary
+        self.appended = self._compaction(compacted.summary, compacted.messages, compacted.pending)
+        return self.tokens()
+
+    def tokens_without_summary(self, pending: PendingTurn, lang: str) -> int:
+        return self._appended_tokens(self._compaction("", [], pending))
+
+    # --- what the writer needs ---
+
+    def input_tokens(self) -> int:
+        if self._input_tokens is None:
+            self._input_tokens = view_tokens(self.handle, self.index, self.counter)
+        return self._input_tokens
+
+    def rewrite(self) -> Rewrite:
+        touched = self.plan.records | self.plan.copies if self.micro_done else frozenset()
+        if not touched and not self.appended:
+            return UNCHANGED
+        return Rewrite(self.change, touched, self.appended)
+
+    # --- inside ---
+
+    def _micro_first(self, index: int, record: Record) -> None:
+        """``change`` for the records the plan touches: the view as micro compaction leaves it."""
+        if self.plan.touches(index):
+            self.change(index, record)
+
+    def _appended_tokens(self, records: tuple[Record, ...]) -> int:
+        agent_format = self.index.format
+        messages = [message for record in records for message in agent_format.messages(record)]
+        return estimate(messages, counter=self.counter)
+
+    def _compaction(
+        self, summary: str, messages: list[Message], pending: PendingTurn
+    ) -> tuple[Record, ...]:
+        index, handle = self.index, self.handle
+        pending_records = [
+            (read_record(handle, index.infos[number], index.source), part)
+            for view_number in pending.indexes
+            for number, part in index.view[view_number].pieces()
+        ]
+        last = index.view[-1].records[-1] if index.view else None
+        compaction = Compaction(
+            summary=summary,
+            messages=messages,
+            view=index.view,
+            pending=pending_records,
+            last=read_record(handle, index.infos[last], index.source) if last is not None else None,
+            infos=index.infos,
+            tokens_before=self.input_tokens(),
+            now=self.around.now or datetime.now().astimezone(),
+            path=self.around.path,
+            new_id=self.around.new_id,
         )
-        if job.command == "micro" or (after or 0) <= settings.threshold:
-            return outcome
-    else:
-        outcome = SessionOutcome(tokens_before=before, tokens_after=before)
-    outcome = _full(handle, session, settings, plan, change, around, outcome, counter)
-    if job.command == "auto" and outcome.error is None and outcome.full != Status.WOULD_RUN:
-        outcome.over_threshold = (outcome.tokens_after or 0) > settings.threshold
-    return outcome
-
-
-def _full(
-    handle: BinaryIO,
-    session: Session,
-    settings: Settings,
-    plan: MicroPlan,
-    change: Callable[[int, Record], bool],
-    around: Surroundings,
-    outcome: SessionOutcome,
-    counter: Counter,
-) -> SessionOutcome:
-    # old results: markers, little memory
-    in_view = load_view(handle, session, _micro_first(plan, change))
-    pending = find_pending_turn(in_view, settings.compat)
-    if around.dry_run:
-        outcome.full = Status.WOULD_RUN if has_source(in_view, pending) else Status.NOTHING
-        return outcome
-    result = full_compact(in_view, around.provider or default_provider(), settings)
-    outcome.full, outcome.error = result.status, result.error
-    if result.status != Status.COMPACTED or result.summary is None:
-        return outcome
-    pending_records = [
-        (read_record(handle, session.infos[index], session.source), part)
-        for number in pending.indexes
-        for index, part in session.view[number].pieces()
-    ]
-    last = session.view[-1].records[-1] if session.view else None
-    compaction = Compaction(
-        summary=result.summary,
-        messages=result.messages,
-        view=session.view,
-        pending=pending_records,
-        last=read_record(handle, session.infos[last], session.source) if last is not None else None,
-        infos=session.infos,
-        tokens_before=outcome.tokens_before or 0,
-        now=around.now or datetime.now().astimezone(),
-        path=around.path,
-        new_id=around.new_id,
-    )
-    outcome.append = session.format.compaction_records(compaction)
-    outcome.summary = result.summary
-    appended = [message for record in outcome.append for message in session.format.messages(record)]
-    outcome.tokens_after = estimate(appended, counter=counter)
-    return outcome
-
-
-def _micro_first(
-    plan: MicroPlan, change: Callable[[int, Record], bool]
-) -> Callable[[int, Record], None]:
-    """``change`` for the records the plan touches: the view as micro compaction leaves it."""
-
-    def micro_first(index: int, record: Record) -> None:
-        if plan.touches(index):
-            change(index, record)
-
-    return micro_first
+        return tuple(index.format.compaction_records(compaction))

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CtxpackError
+from ..sources import LocalFile
 from .base import AgentFormat
 from .in_use import in_use
-from .records import open_file
-from .session import index_session
+from .index import index_session
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def list_sessions(
 
 def _tokens(agent_format: AgentFormat, path: Path) -> int | None:
     try:
-        with open_file(path, str(path)) as handle:
+        with LocalFile(path, str(path)).open() as handle:
             return index_session(handle, agent_format, str(path)).tokens
     except (OSError, CtxpackError):
         return None

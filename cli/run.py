@@ -1,0 +1,255 @@
+"""``micro``, ``full`` and ``auto`` over the inputs: the options become the core's settings, each
+input a target, and every target goes through the core's one path (``process``).
+
+Standard input and single files stream to stdout (or ``-o``), one after the other.
+``--in-place`` and ``--output-dir`` make the run a batch over files, folders and URLs, which the
+core's engines do in parallel (local processes or threads, or a Dask cluster).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from compactor_core.destinations import Destination, ToFile, ToObject, ToStream
+from compactor_core.outcome import Report
+from compactor_core.process import Target, process
+from compactor_core.providers.settings import ProviderSettings
+from compactor_core.settings import Job, RunSettings, SessionRules, Writing
+from compactor_core.snapshots import check_session_id
+from compactor_core.urls import is_url
+
+from . import io, report
+from .exit_codes import ExitStatus, combined, for_each_input, status_for
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where results go and what is said about them, from the shared options."""
+
+    output: str | None = None
+    in_place: bool = False
+    backup: str | None = None
+    output_dir: str | None = None
+    stats: bool = False
+    strict: bool = False
+    session_id: str = "default"  # what snapshots of standard input and single files are under
+    recursive: bool = False
+    globs: tuple[str, ...] = ()
+    dry_run: bool = False
+    fail_fast: bool = False
+    json_report: bool = False
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any], session_id: str) -> Output:
+        return cls(
+            output=options["output"],
+            in_place=options["in_place"],
+            backup=options["backup"],
+            output_dir=options["output_dir"],
+            stats=options["stats"],
+            strict=options.get("strict", False),
+            session_id=check_session_id(session_id),
+            recursive=options["recursive"],
+            globs=tuple(options["globs"]),
+            dry_run=options["dry_run"],
+            fail_fast=options["fail_fast"],
+            json_report=options["json_report"],
+        )
+
+    @property
+    def is_batch(self) -> bool:
+        return self.in_place or self.output_dir is not None
+
+
+def run_settings(job: Job, options: dict[str, Any], snapshot_dir: str | None) -> RunSettings:
+    """The core's settings of the run from the shared options."""
+    from compactor_core.storage import snapshot_store
+
+    snapshots = snapshot_store(snapshot_dir) if snapshot_dir is not None else None
+    return RunSettings(
+        job,
+        Writing(options["pretty"], options["backup"], snapshots, options["dry_run"]),
+        SessionRules(
+            options["format_name"], options["min_idle"], options["force"], datetime.now(UTC)
+        ),
+    )
+
+
+def compact_inputs(
+    files: tuple[str, ...], run: RunSettings, out: Output, provider: ProviderSettings, engine: Any
+) -> None:
+    """Do the run over every input; a failed input is reported and the rest go on."""
+    names = io.input_names(files)
+    _check(names, out)
+    io.set_directory_hint(_directory_hint(out))
+    if out.is_batch:
+        _batch(names, run, out, provider, engine)
+    else:
+        _stream(names, run, out, provider)
+
+
+def _check(names: tuple[str, ...], out: Output) -> None:
+    conflicts = [
+        (out.in_place and out.output_dir is not None, "--in-place and --output-dir"),
+        (out.is_batch and out.output is not None, "--output and --in-place or --output-dir"),
+        (out.backup is not None and not out.in_place, "--backup without --in-place"),
+        (out.dry_run and not out.is_batch, "--dry-run without --in-place or --output-dir"),
+        (out.is_batch and io.STDIN in names, "standard input with --in-place or --output-dir"),
+        (out.output is not None and len(names) > 1, "--output with several inputs"),
+    ]
+    for conflict, what in conflicts:
+        if conflict:
+            raise click.UsageError(f"cannot use {what}")
+
+
+def _directory_hint(out: Output) -> str:
+    """The flags a folder among the inputs still needs, given those already there."""
+    if out.is_batch:
+        return "add -r/--recursive"
+    if out.recursive:
+        return "-r needs --in-place or --output-dir"
+    return "add -r with --in-place or --output-dir"
+
+
+# --- one input after the other, to stdout or -o --------------------------------------------------
+
+
+def _stream(
+    names: tuple[str, ...], run: RunSettings, out: Output, provider_settings: ProviderSettings
+) -> None:
+    from dataclasses import replace
+
+    from compactor_core.providers.registry import build_provider
+
+    run = replace(run, job=replace(run.job, measure=out.stats))
+    provider = build_provider(provider_settings) if run.needs_provider else None
+
+    def one(name: str) -> list[ExitStatus]:
+        target = Target(io.source_of(name), _stream_destination(out.output), out.session_id)
+        done = process(target, run, provider)
+        if done.error is not None:
+            raise done.error
+        statuses = report.warnings_of(done, run.job.command, _threshold(run), out.strict)
+        if out.stats:
+            io.warn(report.stats_line(done))
+            for path in done.outcome.snapshots:
+                io.warn(f"{done.label}: snapshot saved: {path}")
+        return statuses
+
+    _exit_for(for_each_input(names, one))
+
+
+def _stream_destination(output: str | None) -> Destination:
+    if output is None or output == io.STDIN:
+        return ToStream(io.write_stdout_chunks)
+    if is_url(output):
+        return ToObject(output)
+    return ToFile(Path(output))
+
+
+def _threshold(run: RunSettings) -> int:
+    return run.job.settings.threshold
+
+
+# --- batches -------------------------------------------------------------------------------------
+
+
+def _batch(
+    names: tuple[str, ...],
+    run: RunSettings,
+    out: Output,
+    provider: ProviderSettings,
+    engine: Any,
+) -> None:
+    from dataclasses import replace
+
+    from compactor_core.engines import run_all
+    from compactor_core.targets import (
+        DEFAULT_GLOBS,
+        Listing,
+        clean_up_after_killed_runs,
+        find_targets,
+    )
+
+    snapshots = run.writing.snapshots
+    skip = [snapshots.location] if snapshots is not None else []
+    listing = Listing(names, out.recursive, out.globs or DEFAULT_GLOBS, out.output_dir, skip)
+    if not listing.local:
+        from compactor_core.destinations import settings_key
+
+        listing = replace(listing, settings_key=settings_key(run, provider))
+    targets = find_targets(listing)
+    total = len(targets) if isinstance(targets, list) else None
+    if total is not None and not out.dry_run:  # a dry run writes (and deletes) nothing
+        clean_up_after_killed_runs(targets, skip)
+    measure = out.stats or out.json_report or out.dry_run or total != 1
+    run = replace(run, job=replace(run.job, measure=measure))
+    stop = threading.Event()  # --fail-fast: start nothing more, report what is in progress
+    reports = report.with_progress(run_all(targets, run, provider, engine, stop), total)
+    _report(reports, total, run, out, stop)
+
+
+def _report(
+    reports: Iterator[Report],
+    total: int | None,
+    run: RunSettings,
+    out: Output,
+    stop: threading.Event,
+) -> None:
+    """Warn of each failure as it comes, then the summary line (and ``--json``) and the exit.
+
+    ``total`` is None when the inputs are listed as they are done: then all of them were done.
+    """
+    done: list[Report] = []
+    failures: list[ExitStatus] = []
+    for each in reports:
+        done.append(each)
+        if each.error:
+            statuses = [status_for(each.error)]
+        else:
+            statuses = report.warnings_of(each, run.job.command, _threshold(run), out.strict)
+        if each.warning:
+            io.warn(each.warning)
+        if each.error:
+            io.warn(io.error_line(each.error))
+        elif out.stats:
+            io.warn(report.stats_line(each))
+        failures.extend(statuses)
+        if statuses and out.fail_fast:
+            stop.set()
+    listed = total is None
+    total = len(done) if total is None else total
+    if total > 1 or out.stats or out.dry_run:
+        stopped = " (stopped: the rest not started)" if listed and stop.is_set() else ""
+        io.warn(report.summary_line(done, total, out.dry_run) + stopped)
+    if out.json_report:
+        from compactor_core.formats import dumps
+
+        io.write_stdout(dumps(report.json_report(done, total, out.dry_run)) + b"\n")
+    _exit_for(failures)
+
+
+def engine_of(options: dict[str, Any]) -> Any:
+    """Where a batch runs, from ``--engine``, ``--scheduler``, ``-j`` and ``--max-concurrency``."""
+    from compactor_core.engines import Engine
+
+    engine, scheduler = options.get("engine"), options.get("scheduler")
+    if scheduler is not None and engine == "local":
+        raise click.UsageError("cannot use --scheduler with --engine local")
+    kind = "dask" if engine == "dask" or scheduler is not None else "local"
+    workers = options.get("jobs") or os.cpu_count() or 1
+    return Engine(kind, workers, options.get("max_concurrency", 8), scheduler)
+
+
+def _exit_for(failures: list[ExitStatus]) -> None:
+    if failures:
+        sys.exit(combined(failures))

@@ -1,0 +1,297 @@
+"""Where a result goes: a stream, a file, an object at a URL, or back over the input (in place).
+
+Each destination answers the same four questions for any document (a conversation of messages
+or an agent's session file), so that one path (``process.process``) serves every input:
+
+- ``current``: is its result already there? (an output object records what it was made from);
+- ``prepare``: may the input be used at all? (in place: writable, not in use by its agent);
+- ``keeps_input``: does it keep the input itself? (in place it does: the original is linked into
+  the snapshot store when the file is replaced, so nothing is saved before the model is asked);
+- ``write``: write the result; return the folder written into (its fsync may wait) and a warning.
+
+Decisions (also in the README): a stream and ``-o`` get the result written anew (a filter's
+output, ``--pretty`` applies); a file of an output folder mirrors its input: unchanged, it is the
+input byte for byte, with the input's permission bits, and it is not rewritten if it already
+holds that; in place, an unchanged file is not touched at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from .atomic import NEW_FILE_MODE, atomic_write_chunks
+from .documents import Document, MessagesDocument, file_version
+from .errors import OutputError, SessionInUse, reading
+from .files import FileState, Replacement, check_writable, replacing
+from .outcome import Outcome, Report
+from .pipeline import Subject
+from .providers.settings import ProviderSettings
+from .settings import RunSettings
+from .sources import LocalFile, RemoteObject, Source
+
+
+class Written(NamedTuple):
+    folder: str | None = None  # the folder a file was written into, for its fsync
+    warning: str | None = None  # the agent's own index of the session could not be updated
+
+
+NOTHING_WRITTEN = Written()
+# What an object written by a batch records of its making (S3 metadata): a re-run skips it.
+SOURCE, SETTINGS, TOKENS = "ctxpack-source", "ctxpack-settings", "ctxpack-tokens"
+
+
+@dataclass(frozen=True)
+class ToStream:
+    """Standard output, or any stream: ``write`` takes the result's chunks (the front end's)."""
+
+    write_chunks: Callable[[Iterable[bytes]], None]
+    keeps_input = False
+
+    def current(self, source: Source) -> Report | None:
+        return None
+
+    def prepare(self, document: Document, run: RunSettings) -> None:
+        pass
+
+    def write(
+        self, document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool
+    ) -> Written:
+        self.write_chunks(document.result_chunks(subject, run.writing.pretty))
+        return NOTHING_WRITTEN
+
+
+@dataclass(frozen=True)
+class ToFile:
+    """A local file: ``-o FILE`` (the result written anew), or a file of an output folder
+    (``mirror``: see the module's decisions)."""
+
+    path: Path
+    mirror: bool = False
+    keeps_input = False
+
+    def current(self, source: Source) -> Report | None:
+        return None
+
+    def prepare(self, document: Document, run: RunSettings) -> None:
+        pass
+
+    def write(
+        self, document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool
+    ) -> Written:
+        if not self.mirror:
+            chunks = document.result_chunks(subject, run.writing.pretty)
+            return Written(str(atomic_write_chunks(self.path, chunks, sync_directory=sync)))
+        chunks = _mirrored(document, subject, outcome, run)
+        if isinstance(document, MessagesDocument):
+            data = b"".join(chunks)
+            if _holds(self.path, data):
+                return NOTHING_WRITTEN  # a re-run: the result is already there
+            chunks = iter((data,))
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise OutputError(f"{self.path}: cannot write: {error.strerror or error}") from None
+        mode = document.status.st_mode & 0o7777 if document.status else NEW_FILE_MODE
+        return Written(str(atomic_write_chunks(self.path, chunks, mode, sync)))
+
+
+@dataclass(frozen=True)
+class ToObject:
+    """An object at a URL: ``-o URL``, or an object under an output URL (``mirror``), which
+    records the input's version and the settings' key, so a re-run skips it when current."""
+
+    url: str
+    mirror: bool = False
+    settings_key: str = ""
+    keeps_input = False
+
+    def current(self, source: Source) -> Report | None:
+        if not self.mirror:
+            return None
+        return _current(self.url, self.settings_key, _version(source))
+
+    def prepare(self, document: Document, run: RunSettings) -> None:
+        pass
+
+    def write(
+        self, document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool
+    ) -> Written:
+        from . import storage
+
+        if not self.mirror:
+            storage.write(self.url, b"".join(document.result_chunks(subject, run.writing.pretty)))
+            return NOTHING_WRITTEN
+        data = b"".join(_mirrored(document, subject, outcome, run))
+        storage.write(self.url, data, _record(document.version, self.settings_key, outcome))
+        return NOTHING_WRITTEN
+
+
+@dataclass(frozen=True)
+class InPlace:
+    """Back over the input: a local file (SPEC §6, §8.4) or an object at a URL."""
+
+    settings_key: str = ""  # an object rewritten in place records it, so a re-run skips it
+    keeps_input = True
+
+    def current(self, source: Source) -> Report | None:
+        if isinstance(source, RemoteObject):
+            return _current(source.url, self.settings_key, None)
+        return None
+
+    def prepare(self, document: Document, run: RunSettings) -> None:
+        if document.status is None:  # an object: nothing more to check before it is read
+            return
+        check_writable(document.status, document.label)
+        rules = run.sessions
+        if document.guarded and not run.writing.dry_run and not rules.force:
+            from .session_files.in_use import in_use
+
+            reason = in_use(
+                Path(document.path or ""),
+                rules.time().timestamp(),
+                rules.min_idle,
+                Path(rules.proc),
+            )
+            if reason:
+                raise SessionInUse(
+                    f"{document.label}: in use by its agent ({reason}): skipped, see --force"
+                )
+
+    def write(
+        self, document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool
+    ) -> Written:
+        if not outcome.changed:
+            return NOTHING_WRITTEN
+        if document.path is None:
+            return self._write_object(document, subject, outcome, run)
+        return _replace_local(document, subject, outcome, run, sync)
+
+    def _write_object(
+        self, document: Document, subject: Subject, outcome: Outcome, run: RunSettings
+    ) -> Written:
+        from . import storage
+        from .snapshots import session_id_for_url
+
+        name, data = document.label, b"".join(document.input_chunks())
+        version = document.version
+        snapshots = run.writing.snapshots
+        if snapshots is not None:
+            details = document.details(outcome.tokens_before)
+            snapshots.save_original(session_id_for_url(name), data, details)
+        if run.writing.backup_suffix:
+            storage.write(name + run.writing.backup_suffix, data)
+        if storage.stat(name).version != version:
+            raise OutputError(f"{name}: file changed while it was being compacted, left as is")
+        result = b"".join(document.result_chunks(subject, run.writing.pretty))
+        storage.write(name, result, _record(version, self.settings_key, outcome))
+        return NOTHING_WRITTEN
+
+
+Destination = ToStream | ToFile | ToObject | InPlace
+
+
+def _replace_local(
+    document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool
+) -> Written:
+    """Replace a local file by its result, the original kept (``files.replacing``)."""
+    assert document.path is not None and document.status is not None
+    writer = None
+    if document.guarded and not run.sessions.force:
+        writer = _writer_check(run.sessions.proc)
+    how = Replacement(
+        document.label,
+        run.writing.snapshots,
+        document.details(outcome.tokens_before),
+        _sha256(document),
+        run.writing.backup_suffix,
+        writer=writer,
+    )
+    path = Path(document.path)
+    with replacing(path, FileState.of(document.status), how) as check:
+        chunks = document.result_chunks(subject, run.writing.pretty)
+        folder = atomic_write_chunks(path, chunks, sync_directory=sync, check=check)
+    return Written(str(folder), document.after_replace(path))
+
+
+def _writer_check(proc: str) -> Callable[[int, int], int | None]:
+    from .session_files.in_use import writer_of
+
+    return lambda device, inode: writer_of(device, inode, Path(proc))
+
+
+def _sha256(document: Document) -> str | None:
+    """The hash of the bytes read, for a document held in memory (a session file's is made
+    from its snapshot)."""
+    if isinstance(document, MessagesDocument):
+        return hashlib.sha256(document.data).hexdigest()
+    return None
+
+
+def _mirrored(
+    document: Document, subject: Subject, outcome: Outcome, run: RunSettings
+) -> Iterable[bytes]:
+    if outcome.changed:
+        return document.result_chunks(subject, run.writing.pretty)
+    return document.input_chunks()
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    try:
+        return path.stat().st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
+
+
+# --- objects: what an output records of its making -----------------------------------------------
+
+
+def _version(source: Source) -> str:
+    """The version of an input, as the document read from it will tell it (``file_version``)."""
+    if isinstance(source, RemoteObject):
+        return source.version
+    if isinstance(source, LocalFile):
+        with reading(source.label):
+            return file_version(os.stat(source.path))
+    return ""
+
+
+def _current(name: str, key: str, source_version: str | None) -> Report | None:
+    """The report of a skipped input, if the output at ``name`` is current; None if it must be
+    done. ``source_version`` None: the output is the input itself (in place)."""
+    from . import storage
+
+    record = storage.metadata(name)
+    if record.get(SETTINGS) != key:
+        return None
+    if source_version is not None and record.get(SOURCE) != source_version:
+        return None  # the input changed since its output was made
+    before, _, after = record.get(TOKENS, "").partition(" ")
+    outcome = Outcome(
+        tokens_before=int(before) if before.isdigit() else None,
+        tokens_after=int(after) if after.isdigit() else None,
+    )
+    return Report(name, outcome, skipped=True)
+
+
+def settings_key(run: RunSettings, provider: ProviderSettings) -> str:
+    """What decides the bytes of a result: ctxpack's version, the job, the layout, the provider
+    (never its key)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        release = version("ctxpack")
+    except PackageNotFoundError:
+        release = "unknown"
+    who = (provider.name, provider.model, provider.base_url, provider.command)
+    text = repr((release, run.job.command, run.job.settings, run.writing.pretty, who))
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def _record(source_version: str, key: str, outcome: Outcome) -> dict[str, str]:
+    tokens = f"{outcome.tokens_before} {outcome.tokens_after}"
+    return {SOURCE: source_version, SETTINGS: key, TOKENS: tokens}
