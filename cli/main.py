@@ -341,19 +341,19 @@ def auto(files: tuple[str, ...], **settings: Any) -> None:
 
 def _compact(command: Command, files: tuple[str, ...], options: dict[str, Any]) -> None:
     """micro, full or auto: every option resolved once, then the core does each input."""
-    from compactor_core.providers.settings import ProviderSettings
     from compactor_core.settings import Job
 
-    from .run import Output, compact_inputs, engine_of, run_settings
+    from .run import Output, compact_inputs, run_settings
 
     resolver = _resolver(options)
     summarizing = command != "micro"
     settings = _settings(options, resolver, summarizing)
-    snapshot_dir = None if options["no_snapshot"] else resolver.get("snapshot_dir")
-    run = run_settings(Job(command, settings), options, snapshot_dir)
     out = Output.from_options(options, resolver.get("session_id"))
-    provider = resolver.provider() if summarizing else ProviderSettings()
-    compact_inputs(files, run, out, provider, engine_of(options))
+    keeps = summarizing or out.is_batch  # only a summary or a rewrite ever saves a snapshot
+    snapshot_dir = resolver.get("snapshot_dir") if keeps and not options["no_snapshot"] else None
+    run = run_settings(Job(command, settings), options, snapshot_dir)
+    provider = resolver.provider() if summarizing else None
+    compact_inputs(files, run, out, provider, options)
 
 
 def _settings(options: dict[str, Any], resolver: Resolver, summarizing: bool) -> Settings:

@@ -133,7 +133,7 @@ snapshot_dir_option = click.option(
     "snapshot_dir",
     type=click.Path(file_okay=False),
     help="Where snapshots are kept: a folder or a URL [default: "
-    f"{defaults.TRANSCRIPT_DIR}; env CTXPACK_SNAPSHOT_DIR].",
+    f"{defaults.SNAPSHOT_DIR}; env CTXPACK_SNAPSHOT_DIR].",
 )
 
 snapshot_options = bundle(

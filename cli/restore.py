@@ -80,13 +80,13 @@ def restore(
 
     store = SnapshotStore(Path(_snapshot_dir(snapshot_dir)))
     choice = Choice(RESULT if result else ORIGINAL, nth, at)
-    mode = _mode(files, session_id, list_snapshots, prune)
-    _check(mode, result, nth, at, as_json, keep, older_than, dry_run, pretty)
-    if mode == "files":
+    action = _action(files, session_id, list_snapshots, prune)
+    _check(action, result, nth, at, as_json, keep, older_than, dry_run, pretty)
+    if action == "files":
         _restore_files(store, files, choice, dry_run)
-    elif mode == "list":
+    elif action == "list":
         _list(store, session_id, as_json)
-    elif mode == "prune":
+    elif action == "prune":
         _prune(store, session_id, keep, older_than, dry_run)
     else:
         _print(store, session_id or "", choice, pretty)
@@ -100,23 +100,23 @@ def _snapshot_dir(flag: str | None) -> str:
     return Resolver({"snapshot_dir": flag}, os.environ).get("snapshot_dir")
 
 
-def _mode(files: tuple[str, ...], session_id: str | None, listing: bool, prune: bool) -> str:
-    modes = [
+def _action(files: tuple[str, ...], session_id: str | None, listing: bool, prune: bool) -> str:
+    actions = [
         name
         for name, given in (("files", bool(files)), ("list", listing), ("prune", prune))
         if given
     ]
-    if len(modes) > 1:
+    if len(actions) > 1:
         raise click.UsageError("give one of FILE..., --list or --prune")
-    if modes:
-        return modes[0]
+    if actions:
+        return actions[0]
     if session_id is None:
         raise click.UsageError("give FILE..., --session-id ID, --list or --prune")
     return "print"
 
 
 def _check(
-    mode: str,
+    action: str,
     result: bool,
     nth: int,
     at: str | None,
@@ -126,21 +126,21 @@ def _check(
     dry_run: bool,
     pretty: bool,
 ) -> None:
-    """Refuse every flag that does not apply to the mode, rather than ignore it."""
+    """Refuse every flag that does not apply to the action, rather than ignore it."""
     picking = result or nth != 1 or at is not None
     pruning = keep is not None or older_than is not None
     misplaced = [
-        ("--result", result and mode != "print"),
-        ("--nth or --at", picking and mode not in ("print", "files")),
+        ("--result", result and action != "print"),
+        ("--nth or --at", picking and action not in ("print", "files")),
         ("--at with --nth", at is not None and nth != 1),
-        ("--json", as_json and mode != "list"),
-        ("--keep or --older-than", pruning and mode != "prune"),
-        ("--dry-run", dry_run and mode not in ("files", "prune")),
-        ("--pretty", pretty and mode != "print"),
+        ("--json", as_json and action != "list"),
+        ("--keep or --older-than", pruning and action != "prune"),
+        ("--dry-run", dry_run and action not in ("files", "prune")),
+        ("--pretty", pretty and action != "print"),
     ]
     for flags, wrong in misplaced:
         if wrong:
-            hint = {"files": "FILE...", "list": "--list", "prune": "--prune"}.get(mode, "")
+            hint = {"files": "FILE...", "list": "--list", "prune": "--prune"}.get(action, "")
             raise click.UsageError(f"cannot use {flags} {f'with {hint}' if hint else 'here'}")
 
 

@@ -15,20 +15,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from compactor_core import defaults
 from compactor_core.destinations import Destination, ToFile, ToObject, ToStream
 from compactor_core.outcome import Report
 from compactor_core.process import Target, process
-from compactor_core.providers.settings import ProviderSettings
 from compactor_core.settings import Job, RunSettings, SessionRules, Writing
-from compactor_core.snapshots import check_session_id
 from compactor_core.urls import is_url
 
 from . import io, report
 from .exit_codes import ExitStatus, combined, for_each_input, status_for
+
+if TYPE_CHECKING:
+    from compactor_core.providers.settings import ProviderSettings
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ class Output:
             output_dir=options["output_dir"],
             stats=options["stats"],
             strict=options.get("strict", False),
-            session_id=check_session_id(session_id),
+            session_id=_checked(session_id),
             recursive=options["recursive"],
             globs=tuple(options["globs"]),
             dry_run=options["dry_run"],
@@ -70,11 +72,21 @@ class Output:
         return self.in_place or self.output_dir is not None
 
 
+def _checked(session_id: str) -> str:
+    if session_id == defaults.SESSION_ID:  # the default is valid: no need to load the rules
+        return session_id
+    from compactor_core.snapshots import check_session_id
+
+    return check_session_id(session_id)
+
+
 def run_settings(job: Job, options: dict[str, Any], snapshot_dir: str | None) -> RunSettings:
     """The core's settings of the run from the shared options."""
-    from compactor_core.storage import snapshot_store
+    snapshots = None
+    if snapshot_dir is not None:
+        from compactor_core.storage import snapshot_store
 
-    snapshots = snapshot_store(snapshot_dir) if snapshot_dir is not None else None
+        snapshots = snapshot_store(snapshot_dir)
     return RunSettings(
         job,
         Writing(options["pretty"], options["backup"], snapshots, options["dry_run"]),
@@ -85,14 +97,22 @@ def run_settings(job: Job, options: dict[str, Any], snapshot_dir: str | None) ->
 
 
 def compact_inputs(
-    files: tuple[str, ...], run: RunSettings, out: Output, provider: ProviderSettings, engine: Any
+    files: tuple[str, ...],
+    run: RunSettings,
+    out: Output,
+    provider: ProviderSettings | None,
+    options: dict[str, Any],
 ) -> None:
-    """Do the run over every input; a failed input is reported and the rest go on."""
+    """Do the run over every input; a failed input is reported and the rest go on.
+
+    ``provider`` is None for micro, which never summarizes."""
     names = io.input_names(files)
     _check(names, out)
     io.set_directory_hint(_directory_hint(out))
     if out.is_batch:
-        _batch(names, run, out, provider, engine)
+        from compactor_core.providers.settings import ProviderSettings
+
+        _batch(names, run, out, provider or ProviderSettings(), engine_of(options))
     else:
         _stream(names, run, out, provider)
 
@@ -124,14 +144,19 @@ def _directory_hint(out: Output) -> str:
 
 
 def _stream(
-    names: tuple[str, ...], run: RunSettings, out: Output, provider_settings: ProviderSettings
+    names: tuple[str, ...],
+    run: RunSettings,
+    out: Output,
+    provider_settings: ProviderSettings | None,
 ) -> None:
     from dataclasses import replace
 
-    from compactor_core.providers.registry import build_provider
-
     run = replace(run, job=replace(run.job, measure=out.stats))
-    provider = build_provider(provider_settings) if run.needs_provider else None
+    provider = None
+    if provider_settings is not None and run.needs_provider:
+        from compactor_core.providers.registry import build_provider
+
+        provider = build_provider(provider_settings)
 
     def one(name: str) -> list[ExitStatus]:
         target = Target(io.source_of(name), _stream_destination(out.output), out.session_id)

@@ -106,7 +106,7 @@ SETTINGS: dict[str, Setting] = {
         "--snapshot-dir (old name: --transcript-dir)",
         ("CTXPACK_SNAPSHOT_DIR", "CTXPACK_TRANSCRIPT_DIR"),
         None,
-        defaults.TRANSCRIPT_DIR,
+        defaults.SNAPSHOT_DIR,
     ),
     "session_id": Setting("--session-id", ("CTXPACK_SESSION_ID",), None, defaults.SESSION_ID),
 }

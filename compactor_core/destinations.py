@@ -22,17 +22,18 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .atomic import NEW_FILE_MODE, atomic_write_chunks
 from .documents import Document, MessagesDocument, file_version
 from .errors import OutputError, SessionInUse, reading
-from .files import FileState, Replacement, check_writable, replacing
 from .outcome import Outcome, Report
 from .pipeline import Subject
-from .providers.settings import ProviderSettings
 from .settings import RunSettings
 from .sources import LocalFile, RemoteObject, Source
+
+if TYPE_CHECKING:
+    from .providers.settings import ProviderSettings
 
 
 class Written(NamedTuple):
@@ -146,6 +147,8 @@ class InPlace:
     def prepare(self, document: Document, run: RunSettings) -> None:
         if document.status is None:  # an object: nothing more to check before it is read
             return
+        from .files import check_writable
+
         check_writable(document.status, document.label)
         rules = run.sessions
         if document.guarded and not run.writing.dry_run and not rules.force:
@@ -199,6 +202,8 @@ def _replace_local(
     document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool
 ) -> Written:
     """Replace a local file by its result, the original kept (``files.replacing``)."""
+    from .files import FileState, Replacement, replacing
+
     assert document.path is not None and document.status is not None
     writer = None
     if document.guarded and not run.sessions.force:

@@ -23,11 +23,12 @@ from .formats import UTF8_BOM, Conversation, dump, parse
 from .sources import LocalFile, RemoteObject, Source
 
 if TYPE_CHECKING:
+    from datetime import datetime
     from pathlib import Path
 
     from .pipeline import MessagesSubject, Subject
     from .session_files.base import AgentFormat
-    from .session_files.compact import SessionSubject, Surroundings
+    from .session_files.compact import SessionSubject
     from .session_files.index import SessionIndex
     from .settings import Job
     from .snapshots import Details
@@ -73,7 +74,9 @@ class MessagesDocument(_Read):
         conversation = self.conversation
         return breakdown(conversation.messages, conversation.system, compat, counter)
 
-    def subject(self, job: Job, around: Surroundings | None = None) -> MessagesSubject:
+    def subject(
+        self, job: Job, now: datetime | None = None, path: str | None = None
+    ) -> MessagesSubject:
         from .pipeline import MessagesSubject  # not for an estimate: it needs no pipeline
 
         return MessagesSubject(self.conversation, job.settings)
@@ -138,11 +141,18 @@ class SessionDocument(_Read):
             "bytes_by_type": index.bytes_by_kind(),
         }
 
-    def subject(self, job: Job, around: Surroundings | None = None) -> SessionSubject:
+    def subject(
+        self, job: Job, now: datetime | None = None, path: str | None = None
+    ) -> SessionSubject:
+        """What ``job`` is decided on; ``now`` and ``path`` (the file the summary's records
+        name) stamp what a full compaction appends."""
+        from pathlib import Path
+
         from .session_files.compact import SessionSubject, Surroundings
 
         index = self.index(measure=job.measure or job.may_summarize)
-        return SessionSubject(self.handle, index, job.settings, around or Surroundings())
+        around = Surroundings(now, Path(path) if path else None)
+        return SessionSubject(self.handle, index, job.settings, around)
 
     def details(self, tokens: int | None) -> Details:
         from .snapshots import Details

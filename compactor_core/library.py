@@ -58,7 +58,7 @@ def compact_file(
     *,
     output: str | Path | None = None,
     provider: Summarizer | None = None,
-    snapshots: Snapshots | str | Path | None = defaults.TRANSCRIPT_DIR,
+    snapshots: Snapshots | str | Path | None = defaults.SNAPSHOT_DIR,
     format: str = defaults.AUTO_FORMAT,
     pretty: bool = False,
     backup_suffix: str | None = None,

@@ -14,21 +14,26 @@ the whole file.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from . import language
+from .defaults import SESSION_ID
 from .errors import ProviderError
 from .estimate import estimate
 from .formats import Conversation, Message
-from .full import FullResult, PendingTurn, find_pending_turn, full_compact, has_source, rebuild
 from .micro import micro_compact
 from .outcome import Outcome
-from .providers.base import Summarizer, check_ready
 from .settings import Job, Settings
-from .snapshots import DEFAULT_SESSION, Details, Snapshots
 from .status import Status
 from .tokenizers import counter
+
+# What only a summary needs is imported when one is asked for: micro, on every agent turn, needs
+# neither the summarizers nor the snapshot store.
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from .full import FullResult, PendingTurn
+    from .providers.base import Summarizer
+    from .snapshots import Snapshots
 
 
 class Subject(Protocol):
@@ -122,6 +127,10 @@ def _summary_step(
     A dry run says what the summary would give at most: the result with the summary at its whole
     budget, and never more than the subject is now (a summary must be smaller than what it
     replaces, or it fails and nothing changes)."""
+    from . import language
+    from .full import find_pending_turn, full_compact, has_source
+    from .providers.base import check_ready
+
     history = subject.history()
     pending = find_pending_turn(history, settings.compat)
     if not has_source(history, pending):  # a no-op: no snapshot, no model call
@@ -196,6 +205,8 @@ class MessagesSubject:
         return self.tokens()
 
     def tokens_without_summary(self, pending: PendingTurn, lang: str) -> int:
+        from .full import rebuild
+
         frame = rebuild(self.input.messages, pending, "", lang)
         return measure(self.input.with_messages(frame), self.settings)
 
@@ -212,7 +223,7 @@ class Context:
 
     provider: Summarizer | None = None
     snapshots: Snapshots | None = None
-    session_id: str = DEFAULT_SESSION
+    session_id: str = SESSION_ID
     original: bytes | None = None
     source: Path | None = None
 
@@ -229,6 +240,8 @@ class SnapshotKeeper:
     source: Path | None = None
 
     def before_summary(self) -> tuple[str, ...]:
+        from .snapshots import Details
+
         if self.original is None:
             return ()
         conversation = self.conversation
@@ -238,6 +251,8 @@ class SnapshotKeeper:
         return (str(path),)
 
     def after_summary(self, messages: list[Message], tokens: int) -> tuple[str, ...]:
+        from .snapshots import Details
+
         details = Details(tokens=tokens)
         path = self.store.save_result(self.session_id, messages, details, self.source)
         return (str(path),)

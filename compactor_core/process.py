@@ -17,13 +17,11 @@ from .documents import Document, MessagesDocument, open_document
 from .errors import CtxpackError
 from .outcome import Report
 from .pipeline import SnapshotKeeper, decide
-from .providers.base import Summarizer
 from .settings import RunSettings
-from .snapshots import session_id_for_file, session_id_for_url
 from .sources import LocalFile, RemoteObject, Source
 
 if TYPE_CHECKING:
-    from .session_files.compact import Surroundings
+    from .providers.base import Summarizer
 
 
 @dataclass(frozen=True)
@@ -65,7 +63,9 @@ def _process(
         return replace(skipped, label=target.label)
     with open_document(source, run.sessions.format) as document:
         destination.prepare(document, run)
-        subject = document.subject(run.job, _surroundings(document, destination, run))
+        # a session file compacted in place still holds every record: its summary names it
+        named = document.path if isinstance(destination, InPlace) else None
+        subject = document.subject(run.job, run.sessions.time(), named)
         keeper = _keeper(document, target, run)
         outcome = decide(run.job, subject, provider, keeper, run.writing.dry_run)
         if run.writing.dry_run:
@@ -82,14 +82,6 @@ def _with_version(source: Source) -> Source:
 
         return replace(source, version=stat(source.url).version)
     return source
-
-
-def _surroundings(document: Document, destination: Destination, run: RunSettings) -> Surroundings:
-    from .session_files.compact import Surroundings
-
-    # a session file compacted in place still holds every record: the summary names it
-    in_place = isinstance(destination, InPlace) and document.path is not None
-    return Surroundings(run.sessions.time(), Path(document.path) if in_place else None)
 
 
 def _keeper(document: Document, target: Target, run: RunSettings) -> SnapshotKeeper | None:
@@ -114,6 +106,8 @@ def _keeper(document: Document, target: Target, run: RunSettings) -> SnapshotKee
 
 
 def _session_id(source: Source) -> str:
+    from .snapshots import session_id_for_file, session_id_for_url
+
     if isinstance(source, LocalFile):
         return session_id_for_file(Path(source.path))
     if isinstance(source, RemoteObject):

@@ -1,6 +1,6 @@
-"""Transcript snapshots: what ctxpack keeps of every input it changes (SPEC §5, issue 9).
+"""Snapshots: what ctxpack keeps of every input it changes (SPEC §5, issue 9).
 
-The transcript directory (``--transcript-dir``, default ``.transcripts``) holds, per snapshot::
+The snapshot folder (``--snapshot-dir``, default ``.transcripts``) holds, per snapshot::
 
     {session_id}_{stamp}.{kind}.{ext}         the data
     {session_id}_{stamp}.{kind}.{ext}.meta    one JSON object saying what it is (``Snapshot``)
@@ -44,7 +44,7 @@ from .atomic import _remove, atomic_write, fsync_directory, write_temp
 from .errors import InputError, InputUnreadable, OutputError, UsageError
 from .formats import Message, dumps
 
-DEFAULT_DIRECTORY = defaults.TRANSCRIPT_DIR
+DEFAULT_DIRECTORY = defaults.SNAPSHOT_DIR
 DEFAULT_SESSION = defaults.SESSION_ID
 ORIGINAL, RESULT, REPLACED, UNKNOWN = "original", "result", "replaced", "unknown"
 META_SUFFIX = ".meta"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import doctest
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,20 +23,29 @@ def test_the_module_doctest_runs() -> None:
     assert doctest.testmod(compactor_core).failed == 0
 
 
-def test_the_readme_example(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The example of README "Use it from Python", as it is printed there."""
+def readme_example() -> str:
+    """The Python block of README "Use it from Python", as it is printed there."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Use it from Python", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, re.S)
+    assert block is not None
+    return block[1]
+
+
+def test_the_readme_example(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run from the repository root, as a user would; it prints what it did."""
     monkeypatch.chdir(Path(__file__).parent.parent)
-    import json
-
-    from compactor_core import Settings, compact, estimate_tokens
-
-    with open("examples/session.json", encoding="utf-8") as file:
-        messages = json.load(file)
-    smaller = compact(messages, "auto", Settings(threshold=1000))
-    print(estimate_tokens(messages), "->", estimate_tokens(smaller))
-
-    assert estimate_tokens(smaller) < estimate_tokens(messages) / 2
-    assert smaller[-1] == messages[-1]  # the pending request comes back last
+    before = Path("examples/claude-session.jsonl").read_bytes()
+    exec(compile(readme_example(), "README.md", "exec"), {})
+    conversation, session = capsys.readouterr().out.splitlines()
+    tokens, _, smaller = conversation.partition(" -> ")
+    assert int(smaller) < int(tokens) / 2
+    summary, tokens, _, smaller = session.split()
+    assert summary == "compacted" and int(smaller) < int(tokens) / 2
+    assert Path("examples/claude-session.jsonl").read_bytes() == before  # output= elsewhere
+    assert not Path(".transcripts").exists()
 
 
 def test_everything_in_all_is_importable() -> None:
