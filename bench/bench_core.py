@@ -5,6 +5,9 @@ venv python, measured side by side: parsing the file with orjson (``estimate``),
 writing it back (``micro``), importing click and orjson (start-up). Peak RSS is compared with the
 input's size. For context, the in-process throughput of the estimate against a per-character
 Python loop that follows SPEC §1 literally.
+
+The targets hold on a file shaped like real sessions (``real_shaped.py``: the bundled real
+transcripts, 0.6–2 KB a message); the generated file (about 5 KB a message) is a second case.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 import generate
 import orjson
+import real_shaped
 from harness import CTXPACK, PYTHON, Report, best_in_process, peak_rss, peak_rss_time_v
 
 ORJSON_LOAD = "import orjson, sys; orjson.loads(open(sys.argv[1], 'rb').read())"
@@ -25,19 +29,26 @@ ORJSON_LOAD_DUMP = (
 )
 IMPORTS = "import click, orjson"
 BIG_BYTES = 55_000_000  # the file of issue 11's figures
-# Whole-process targets, each a ratio to its baseline: what a user waits for, start-up included.
-ESTIMATE_TARGET = 2.0
-MICRO_TARGET = 2.0
+# Whole-process targets, each a ratio to its baseline: what a user waits for, start-up included
+# (issue 19, on the real-shaped file; the generated one keeps issue 11's 2.0).
+ESTIMATE_TARGET = 1.7
+MICRO_TARGET = 1.7
+GENERATED_TARGET = 2.0
 STARTUP_TARGET = 1.3
 SLICE_BYTES = 2 * 1024 * 1024
 MB = 1e6
 
 
 def run(report: Report) -> None:
+    real = real_shaped.ensure(BIG_BYTES, log=report.log)
     big = generate.ensure(size=BIG_BYTES, log=report.log)
     small = generate.ensure(size=1024, log=report.log)  # start-up: about 1 KB
-    report.case("core.estimate", lambda: _estimate(report, big))
-    report.case("core.micro", lambda: _micro(report, big))
+    report.case("core.estimate", lambda: _estimate(report, real, "core.estimate"))
+    report.case("core.micro", lambda: _micro(report, real, "core.micro"))
+    report.case(
+        "core.estimate_generated", lambda: _estimate(report, big, "core.estimate_generated")
+    )
+    report.case("core.micro_generated", lambda: _micro(report, big, "core.micro_generated"))
     report.case("core.startup", lambda: _startup(report, small))
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
         report.case("core.startup_nopyc", lambda: _startup(report, small, bytecode=False))
@@ -45,20 +56,27 @@ def run(report: Report) -> None:
     report.case("core.estimate_mbps", lambda: _throughput(report, big))
 
 
-def _estimate(report: Report, big: Path) -> None:
-    ours, base = report.time_pair(
-        [CTXPACK, "estimate", str(big)], [PYTHON, "-c", ORJSON_LOAD, str(big)]
-    )
-    note = f"vs orjson.loads of the file, median of {report.repeat}"
-    report.ratio("core.estimate", ours, base, target=ESTIMATE_TARGET, note=note)
+def _shape(path: Path) -> str:
+    messages = len(orjson.loads(path.read_bytes()))
+    return f"{path.stat().st_size / MB:.0f} MB, {path.stat().st_size // messages} B a message"
 
 
-def _micro(report: Report, big: Path) -> None:
+def _estimate(report: Report, path: Path, name: str) -> None:
     ours, base = report.time_pair(
-        [CTXPACK, "micro", str(big)], [PYTHON, "-c", ORJSON_LOAD_DUMP, str(big)]
+        [CTXPACK, "estimate", str(path)], [PYTHON, "-c", ORJSON_LOAD, str(path)]
     )
-    note = f"vs orjson loads + dumps, stdout /dev/null, median of {report.repeat}"
-    report.ratio("core.micro", ours, base, target=MICRO_TARGET, note=note)
+    note = f"vs orjson.loads of the file ({_shape(path)}), median of {report.repeat}"
+    target = GENERATED_TARGET if name.endswith("generated") else ESTIMATE_TARGET
+    report.ratio(name, ours, base, target=target, note=note)
+
+
+def _micro(report: Report, path: Path, name: str) -> None:
+    ours, base = report.time_pair(
+        [CTXPACK, "micro", str(path)], [PYTHON, "-c", ORJSON_LOAD_DUMP, str(path)]
+    )
+    note = f"vs orjson loads + dumps ({_shape(path)}), stdout /dev/null, median of {report.repeat}"
+    target = GENERATED_TARGET if name.endswith("generated") else MICRO_TARGET
+    report.ratio(name, ours, base, target=target, note=note)
 
 
 def _startup(report: Report, small: Path, bytecode: bool = True) -> None:
