@@ -13,13 +13,12 @@ import click
 from compactor_core import defaults
 from compactor_core.errors import CtxpackError
 
-from . import io, options
+from . import io, options, resolve
 from .exit_codes import TABLE, ExitStatus, combined, for_each_input, status_for
 
 if TYPE_CHECKING:
     from compactor_core.estimate import Counter
     from compactor_core.pipeline import Command
-    from compactor_core.settings import Settings
 
 # Only what every command needs is imported here: a filter run on every agent turn should start
 # fast, so each command imports the rest of the core itself.
@@ -207,7 +206,7 @@ def estimate(
     """
     from compactor_core.formats import dumps
 
-    counter = _counter(tokenizer)
+    counter = resolve.counter(tokenizer)
     bareagent = compat == "bareagent"
     io.set_directory_hint("add -r/--recursive")
     if listing["summary"]:
@@ -271,20 +270,6 @@ def _estimate_file(
         return tokens, report
 
 
-def _counter(flag: str | None) -> Counter:
-    """The counter the flag, CTXPACK_TOKENIZER or the config file names (heuristic: no import)."""
-    from .config import environment, resolve_tokenizer
-
-    name = resolve_tokenizer(flag, environment())
-    if name == "heuristic":
-        from compactor_core.estimate import HEURISTIC
-
-        return HEURISTIC
-    from compactor_core.tokenizers import counter
-
-    return counter(name)
-
-
 def _beside(heuristic: int, exact: int) -> dict[str, Any]:
     """The heuristic's count next to the exact one, and their ratio (above 1: it counts more)."""
     return {"tokens": heuristic, "ratio": round(heuristic / exact, 3) if exact else None}
@@ -314,7 +299,7 @@ def micro(files: tuple[str, ...], **settings: Any) -> None:
 
     from .transform import Output, transform
 
-    job = Job("micro", _settings(settings))
+    job = Job("micro", resolve.settings(settings))
     transform(files, job, Output.from_options(settings), ProviderSettings())
 
 
@@ -358,44 +343,10 @@ def auto(files: tuple[str, ...], **settings: Any) -> None:
     _summarizing("auto", files, settings)
 
 
-def _settings(options: dict[str, Any]) -> Settings:
-    """The core's settings from the options given (micro has no summary options)."""
-    from compactor_core.settings import Settings
-
-    summary = {
-        name: options[name]
-        for name in (
-            "lang",
-            "instructions",
-            "max_tokens",
-            "max_prompt_tokens",
-            "threshold",
-            "tokenizer",
-        )
-        if name in options
-    }
-    return Settings(
-        keep_recent=options["keep_recent"],
-        exclude_tools=tuple(options["exclude_tools"]),
-        min_chars=options["min_chars"],
-        compat=options["compat"] == "bareagent",
-        keep_cut_off=not options.get("strict", False),
-        **summary,
-    )
-
-
 def _summarizing(command: Command, files: tuple[str, ...], settings: dict[str, Any]) -> None:
     from compactor_core.pipeline import Job
 
-    from .config import environment, resolve_lang, resolve_provider
     from .transform import Output, transform
 
-    environ = environment()
-    resolved = {
-        **settings,
-        "lang": resolve_lang(settings["lang"], environ),
-        "tokenizer": _counter(settings["tokenizer"]).name,  # an unknown name fails before any work
-    }
-    job = Job(command, _settings(resolved))
-    out = Output.from_options(settings)
-    transform(files, job, out, resolve_provider(settings, environ))
+    core_settings, provider = resolve.summarizing(settings)
+    transform(files, Job(command, core_settings), Output.from_options(settings), provider)
