@@ -62,7 +62,7 @@ SUMMARY_INTRO = (
     "information in this summary to assist with your own analysis:\n"
 )
 # User messages Codex writes itself, sent again after a compaction.
-_CONTEXT_OPENINGS = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
+CONTEXT_OPENINGS = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
 _SYSTEM_ROLES = frozenset({"developer", "system"})
 # Where UI copies keep a tool's output (keys of an event payload or of its ``item``).
 _OUTPUT_KEYS = ("stdout", "stderr", "aggregated_output", "formatted_output", "output", "result")
@@ -327,7 +327,7 @@ def _is_text(part: dict[str, Any]) -> bool:
 
 def _is_context(item: dict[str, Any]) -> bool:
     texts = _texts(item)
-    return item.get("role") == "user" and bool(texts) and texts[0].startswith(_CONTEXT_OPENINGS)
+    return item.get("role") == "user" and bool(texts) and texts[0].startswith(CONTEXT_OPENINGS)
 
 
 def _is_summary(item: dict[str, Any]) -> bool:
