@@ -138,6 +138,7 @@ Shell completion (add the line to your shell's start-up file):
     lazy_commands={
         "check": "cli.agents:check",
         "restore": "cli.restore:restore",
+        "serve": "cli.serve:serve",
         "sessions": "cli.agents:sessions",
     },
     epilog="\n\n".join([EXAMPLES, ENVIRONMENT, COMPLETION, TABLE]),

@@ -148,7 +148,8 @@ snapshot_options = bundle(
     click.option("--no-transcript", is_flag=True, help="Save no transcript snapshots."),
 )
 
-summary_options = bundle(
+# What the summary is asked for (serve too); the commands that write a result add --strict.
+prompt_options = bundle(
     click.option(
         "--lang",
         type=click.Choice(["auto", "zh", "en"]),
@@ -173,6 +174,10 @@ summary_options = bundle(
         show_default=True,
         help="Shrink what is sent to the provider until the prompt fits (by the estimate).",
     ),
+)
+
+summary_options = bundle(
+    prompt_options,
     click.option(
         "--strict",
         is_flag=True,
