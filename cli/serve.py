@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import click
 
 from compactor_core import defaults
+from compactor_core.serve import defaults as limits
 
 from . import io, options, resolve
 
@@ -58,14 +59,14 @@ DEFAULT_PORT = 8765
 @click.option(
     "--max-concurrency",
     type=click.IntRange(min=1),
-    default=32,
+    default=limits.MAX_CONCURRENCY,
     show_default=True,
     help="Requests in flight upstream at once; the others wait their turn.",
 )
 @click.option(
     "--max-body",
     type=click.IntRange(min=0),
-    default=64 << 20,
+    default=limits.MAX_BODY,
     show_default=True,
     metavar="BYTES",
     help="Largest request body read and compacted; a larger one is passed through as it is.",
@@ -73,11 +74,11 @@ DEFAULT_PORT = 8765
 @click.option(
     "--upstream-timeout",
     type=click.FloatRange(min=0, min_open=True),
-    default=600.0,
+    default=limits.TIMEOUT,
     show_default=True,
     metavar="SECONDS",
-    help="How long the upstream may stay silent (connecting: 10 s); then 504, or the stream "
-    "is closed.",
+    help=f"How long the upstream may stay silent (connecting: {limits.CONNECT_TIMEOUT:g} s); "
+    "then 504, or the stream is closed.",
 )
 @click.option(
     "--shutdown-timeout",

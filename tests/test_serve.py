@@ -7,6 +7,7 @@ a test sees both ends: what the proxy forwarded and what the caller got back.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import hashlib
 import json
 import re
@@ -96,6 +97,10 @@ def test_count_tokens_and_every_other_route_pass_through_untouched() -> None:
         reply = httpx.get(proxy.url + "/v1/models?limit=5&after=x%2Fy")
         assert upstream.received[-1].target == "/v1/models?limit=5&after=x%2Fy"
         assert (reply.status_code, reply.content) == (404, b"{}")
+        upgrade = {"connection": "Upgrade", "upgrade": "websocket", "sec-websocket-version": "13"}
+        reply = httpx.get(proxy.url + "/v1/responses", headers=upgrade)  # Codex's first try
+        assert reply.status_code == 404
+        assert "upgrade" not in upstream.received[-1].headers
         reply = httpx.delete(proxy.url + "/v1/files/file-1")
         assert (upstream.received[-1].method, upstream.received[-1].target) == (
             "DELETE",
@@ -105,13 +110,20 @@ def test_count_tokens_and_every_other_route_pass_through_untouched() -> None:
     assert "limit=5" not in proxy.log  # a query string can hold a key: never logged
 
 
-def test_a_body_that_is_not_json_goes_through_byte_for_byte() -> None:
+def test_a_body_it_cannot_read_goes_through_byte_for_byte() -> None:
     with Upstream() as upstream, Serving(upstream.url) as proxy:
         for data in (b"not json{", b"\xff\xfe\x00garbage", b"[]", b""):
             reply = httpx.post(proxy.url + "/v1/messages", content=data)
             assert reply.status_code == 200
             assert upstream.received[-1].body == data
-    assert proxy.log.count("forwarded as is") == 4  # the log is whole once it has stopped
+        gzipped = gzip.compress(anthropic_request())
+        httpx.post(
+            proxy.url + "/v1/messages", content=gzipped, headers={"content-encoding": "gzip"}
+        )
+        assert upstream.received[-1].body == gzipped
+        assert upstream.received[-1].headers["content-encoding"] == "gzip"
+    assert proxy.log.count("forwarded as is") == 5  # the log is whole once it has stopped
+    assert "forwarded as is (a body in content-encoding gzip)" in proxy.log
 
 
 def test_a_100_mb_body_streams_through_without_being_held() -> None:
@@ -272,7 +284,9 @@ def test_fifty_streams_at_once_all_come_back_whole() -> None:
 
 def test_summaries_are_kept_in_the_state_folder_without_keys(tmp_path: Path) -> None:
     script = tmp_path / "summarize.py"
-    script.write_text("import sys\nsys.stdin.read()\nsys.stdout.write('The user builds the steps.')\n")
+    script.write_text(
+        "import sys\nsys.stdin.read()\nsys.stdout.write('The user builds the steps.')\n"
+    )
     state = tmp_path / "state"
     arguments = ["--threshold", "500", "--provider", "command", "--command"]
     arguments.append(f"{sys.executable} {script}")

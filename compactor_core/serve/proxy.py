@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..formats import dumps
+from . import defaults
 from .compaction import AS_IS, COMPACTED, UNCHANGED, Compactor, Report
 from .stats import Stats, billed
 from .summaries import KeptSummarizer
@@ -42,10 +43,6 @@ Send = Callable[[Event], Awaitable[None]]
 Headers = list[tuple[bytes, bytes]]
 
 STATS_PATH = "/ctxpack/stats"
-MAX_BODY = 64 << 20  # bytes read to compact; a larger body goes through as it is
-MAX_CONCURRENCY = 32
-TIMEOUT = 600.0  # seconds the upstream may keep silent (a model thinking before it streams)
-CONNECT_TIMEOUT = 10.0
 # Headers of one connection, not of the request (RFC 9110 §7.6.1), and those the proxy makes
 # anew for its own connection upstream.
 HOP_BY_HOP = frozenset(
@@ -67,10 +64,10 @@ _OWN_CONNECTION = frozenset({b"host", b"expect"})
 @dataclass(frozen=True)
 class ProxySettings:
     upstream: str  # the API's base URL; a request goes to it followed by the request's path
-    max_body: int = MAX_BODY
-    max_concurrency: int = MAX_CONCURRENCY
-    timeout: float = TIMEOUT
-    connect_timeout: float = CONNECT_TIMEOUT
+    max_body: int = defaults.MAX_BODY
+    max_concurrency: int = defaults.MAX_CONCURRENCY
+    timeout: float = defaults.TIMEOUT
+    connect_timeout: float = defaults.CONNECT_TIMEOUT
 
 
 class ClientGone(Exception):
@@ -151,19 +148,20 @@ class Proxy:
             return
         wire = wire_for(method, path)
         replying = _Replying(send)
-        done = _Done(0, "the caller went away")
+        done = _Done(0)  # filled in as the exchange goes, so that a broken one is logged too
         try:
             async with self._slots:
-                done = await self._exchange(scope, receive, replying, wire)
+                await self._exchange(scope, receive, replying, wire, done)
         except ClientGone:
-            pass
+            done.note = "the caller went away"
         except UpstreamFailed as error:
-            done = _Done(502, f"the upstream's reply broke off: {error}")
+            done.note = f"the upstream's reply broke off: {error}"
             raise  # the connection is closed: a cut stream must not look whole
         except Exception as error:  # a bug of ctxpack: one line, and a 500 if nothing was sent
-            done = _Done(500, f"internal error: {type(error).__name__}: {_one_line(error)}")
+            done.note = f"internal error: {type(error).__name__}: {_one_line(error)}"
             if replying.started:
                 raise
+            done.status = 500
             message = "ctxpack serve: internal error (a bug in ctxpack; its log has the line)"
             await _reply(send, 500, _error("internal_error", message))
         finally:
@@ -171,50 +169,54 @@ class Proxy:
             self.log(_line(method, path, done, self.clock() - started))
 
     async def _exchange(
-        self, scope: Scope, receive: Receive, send: Send, wire: Wire | None
-    ) -> _Done:
+        self, scope: Scope, receive: Receive, send: Send, wire: Wire | None, done: _Done
+    ) -> None:
         import httpx
 
         chunks, whole = await _read_body(receive, self.settings.max_body)
-        report = None
+        encoding = _encoding(scope["headers"])
         if whole:
             data = b"".join(chunks)
-            if wire is not None:
-                data, report = await self._compacted(wire, data)
+            if wire is not None and encoding:
+                done.report = Report(AS_IS, f"a body in content-encoding {encoding}")
+            elif wire is not None:
+                data, done.report = await self._compacted(wire, data)
             content: bytes | AsyncIterator[bytes] = data
             headers = _request_headers(scope["headers"], len(data))
         else:
-            report = Report(AS_IS, f"body over {self.settings.max_body} bytes") if wire else None
+            if wire is not None:
+                done.report = Report(AS_IS, f"body over {self.settings.max_body} bytes")
             content = _streamed(chunks, receive)
             headers = _request_headers(scope["headers"], None)
         request = httpx.Request(scope["method"], self._url(scope), headers=headers, content=content)
         try:
             response = await self._client.send(request, stream=True)
         except httpx.TimeoutException:
-            reason = "did not answer in time"
-            return await self._failed(send, 504, "upstream_timeout", reason, report)
+            await self._failed(send, done, 504, "upstream_timeout", "did not answer in time")
+            return
         except httpx.HTTPError as error:
             reason = f"could not be reached: {_cause(error)}"
-            return await self._failed(send, 502, "upstream_unreachable", reason, report)
+            await self._failed(send, done, 502, "upstream_unreachable", reason)
+            return
+        done.status = response.status_code
+        done.note = "" if wire else "passed through"
         try:
             await _relay(response, receive, send)
         except httpx.HTTPError as error:
             raise UpstreamFailed(_cause(error)) from None
         finally:
             await response.aclose()
-        return _Done(response.status_code, "" if wire else "passed through", report)
 
     async def _compacted(self, wire: Wire, data: bytes) -> tuple[bytes, Report]:
         loop = asyncio.get_running_loop()
         forwarded = await loop.run_in_executor(self._workers, self.compactor.compact, wire, data)
         return forwarded.body, forwarded.report
 
-    async def _failed(
-        self, send: Send, status: int, kind: str, reason: str, report: Report | None
-    ) -> _Done:
+    async def _failed(self, send: Send, done: _Done, status: int, kind: str, reason: str) -> None:
+        """The caller's answer when the upstream gave none: ``status``, one line of JSON."""
+        done.status, done.note, done.upstream_failed = status, f"upstream {reason}", True
         message = f"ctxpack serve: the upstream {self._origin()} {reason}"
         await _reply(send, status, _error(kind, message))
-        return _Done(status, f"upstream {reason}", report, upstream_failed=True)
 
     def _url(self, scope: Scope) -> str:
         path = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
@@ -297,6 +299,14 @@ def _request_headers(headers: Headers, length: int | None) -> Headers:
     if length is not None and (length or had_length):
         kept.append((b"content-length", str(length).encode()))
     return kept
+
+
+def _encoding(headers: Headers) -> str:
+    """The request body's content coding (gzip, zstd, …), or "" when it is as it is."""
+    for name, value in headers:
+        if name.lower() == b"content-encoding" and value.strip().lower() not in (b"", b"identity"):
+            return value.decode("latin-1").strip()
+    return ""
 
 
 def _named_by_connection(headers: Headers) -> frozenset[bytes]:

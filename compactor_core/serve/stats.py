@@ -26,7 +26,7 @@ def billed(cached: int, total: int, pricing: str) -> float:
 class Stats:
     """Counters, changed only on the server's event loop (so without a lock)."""
 
-    requests: int = 0  # every request the proxy answered
+    requests: int = 0  # every request for the upstream (these figures' own aside)
     model_requests: int = 0  # of those, requests for a model's reply (the three APIs)
     compacted: int = 0  # forwarded smaller
     unchanged: int = 0  # nothing to compact yet
