@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from compactor_core import defaults
 from compactor_core.errors import CtxpackError
 
 from . import io, options, resolve
@@ -331,13 +330,7 @@ def full(files: tuple[str, ...], **settings: Any) -> None:
     )
 )
 @options.files_argument
-@click.option(
-    "--threshold",
-    type=click.IntRange(min=0),
-    default=defaults.THRESHOLD,
-    show_default=True,
-    help="Full compaction when the micro-compacted estimate is greater than this.",
-)
+@options.threshold_option
 @options.summarizing_options
 def auto(files: tuple[str, ...], **settings: Any) -> None:
     """Micro compaction every time; full compaction when the estimate is over the threshold."""

@@ -80,6 +80,15 @@ session_options = bundle(
     ),
 )
 
+# auto's, and serve's (which runs auto's policy on every request)
+threshold_option = click.option(
+    "--threshold",
+    type=click.IntRange(min=0),
+    default=defaults.THRESHOLD,
+    show_default=True,
+    help="Full compaction when the micro-compacted estimate is greater than this.",
+)
+
 micro_options = bundle(
     click.option(
         "--keep-recent",

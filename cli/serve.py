@@ -16,8 +16,7 @@ from urllib.parse import urlsplit
 
 import click
 
-from compactor_core import defaults
-from compactor_core.serve import defaults as limits
+from compactor_core.serve import limits
 
 from . import io, options, resolve
 
@@ -88,13 +87,7 @@ DEFAULT_PORT = 8765
     metavar="SECONDS",
     help="On SIGTERM, how long requests in flight may take to finish.",
 )
-@click.option(
-    "--threshold",
-    type=click.IntRange(min=0),
-    default=defaults.THRESHOLD,
-    show_default=True,
-    help="Full compaction when the micro-compacted estimate is greater than this.",
-)
+@options.threshold_option
 @options.micro_options
 @options.compat_option
 @options.prompt_options

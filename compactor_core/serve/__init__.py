@@ -7,7 +7,7 @@
 - ``ledger``: which prefix of a request the upstream's prompt cache can read.
 - ``summaries``: model-written summaries kept by the prefix they summarize.
 - ``stats``: what the proxy has done, for ``GET /ctxpack/stats``.
-- ``defaults``: the proxy's limits (the CLI's option defaults).
+- ``limits``: the proxy's limits (the defaults of the CLI's options).
 
 Needs the ``serve`` extra only for its server (uvicorn); the app itself uses httpx, which the
 core already depends on.

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..formats import dumps
-from . import defaults
+from . import limits
 from .compaction import AS_IS, COMPACTED, UNCHANGED, Compactor, Report
 from .stats import Stats, billed
 from .summaries import KeptSummarizer
@@ -64,10 +64,10 @@ _OWN_CONNECTION = frozenset({b"host", b"expect"})
 @dataclass(frozen=True)
 class ProxySettings:
     upstream: str  # the API's base URL; a request goes to it followed by the request's path
-    max_body: int = defaults.MAX_BODY
-    max_concurrency: int = defaults.MAX_CONCURRENCY
-    timeout: float = defaults.TIMEOUT
-    connect_timeout: float = defaults.CONNECT_TIMEOUT
+    max_body: int = limits.MAX_BODY
+    max_concurrency: int = limits.MAX_CONCURRENCY
+    timeout: float = limits.TIMEOUT
+    connect_timeout: float = limits.CONNECT_TIMEOUT
 
 
 class ClientGone(Exception):
@@ -110,8 +110,8 @@ class Proxy:
         self._slots = asyncio.Semaphore(settings.max_concurrency)
         self._workers = ThreadPoolExecutor(settings.max_concurrency, "ctxpack-compact")
         timeout = httpx.Timeout(settings.timeout, connect=settings.connect_timeout, pool=None)
-        limits = httpx.Limits(max_connections=settings.max_concurrency)
-        self._client = httpx.AsyncClient(transport=transport, timeout=timeout, limits=limits)
+        pool = httpx.Limits(max_connections=settings.max_concurrency)
+        self._client = httpx.AsyncClient(transport=transport, timeout=timeout, limits=pool)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
