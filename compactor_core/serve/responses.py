@@ -1,13 +1,12 @@
 """OpenAI Responses ``input`` items as the core's messages, and the policy's result as items again.
 
-The core reads Anthropic-shaped messages, mapped as ``agents/codex.py`` maps the same items in
-Codex's rollouts: a call (``function_call``, ``custom_tool_call``, ``local_shell_call``, any
-``*_call`` with a ``call_id``) is a ``tool_use`` block and its output (``*_call_output``, paired
-by ``call_id``) a ``tool_result`` block. Consecutive assistant-side items (a reply's messages,
-its reasoning, its parallel calls) are one assistant message, and consecutive outputs one user
-message: a turn of parallel calls is one tool-result turn, and a reasoning item stays with the
-call that must follow it. ``developer`` and ``system`` messages, and the context Codex sends as
-user messages (``<environment_context>``, AGENTS.md), are system messages: never summarized.
+The core reads Anthropic-shaped messages, and ``response_items`` reads the items as it does for
+Codex's rollouts (``agents/codex.py``): a call is a ``tool_use`` block and its output a
+``tool_result`` block. Consecutive assistant-side items (a reply's messages, its reasoning, its
+parallel calls) are one assistant message, and consecutive outputs one user message: a turn of
+parallel calls is one tool-result turn, and a reasoning item stays with the call that must
+follow it. ``developer`` and ``system`` messages, and the context Codex sends as user messages
+(``<environment_context>``, AGENTS.md), are system messages: never summarized.
 
 Every message remembers the items it was made of (under ``ITEMS``, a key only the core's side
 sees). The way back takes those items exactly as they came, except an output the policy turned
@@ -21,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..agents.codex import CONTEXT_OPENINGS
 from ..errors import InputError
 from ..formats import Message, json_type
+from ..response_items import has_text, is_call, is_context, is_output, texts, tool_use
 
 ITEMS = "ctxpack_items"  # the input indexes a message was made of
 _SYSTEM_ROLES = frozenset({"developer", "system"})
@@ -57,7 +56,7 @@ def to_items(messages: list[Message], items: list[Any]) -> list[Any]:
         indexes = message.get(ITEMS)
         if indexes is None:
             result.append(_new_item(message))
-        elif all(_is_output(items[index]) for index in indexes):
+        elif all(is_output(items[index]) for index in indexes):
             blocks = message["content"]
             result.extend(_output(items[i], b) for i, b in zip(indexes, blocks, strict=True))
         else:
@@ -75,46 +74,15 @@ def _side(item: dict[str, Any]) -> str:
     """Who an item speaks for: "assistant", "results" (call outputs), "user" or "system"."""
     if _is_message(item):
         role = item.get("role")
-        if role in _SYSTEM_ROLES or _is_context(item):
+        if role in _SYSTEM_ROLES or is_context(item):
             return "system"
         return "user" if role == "user" else "assistant"
-    return "results" if _is_output(item) else "assistant"
+    return "results" if is_output(item) else "assistant"
 
 
 def _is_message(item: dict[str, Any]) -> bool:
     # a message may leave out its type (the API's "easy input message")
     return item.get("type", "message") == "message" and isinstance(item.get("role"), str)
-
-
-def _is_context(item: dict[str, Any]) -> bool:
-    texts = _texts(item.get("content"))
-    return item.get("role") == "user" and bool(texts) and texts[0].startswith(CONTEXT_OPENINGS)
-
-
-def _is_output(item: Any) -> bool:
-    kind = item.get("type")
-    paired = isinstance(item.get("call_id"), str)
-    return isinstance(kind, str) and kind.endswith("_output") and paired
-
-
-def _call_id(item: dict[str, Any]) -> str | None:
-    # an old local_shell_call names its call by ``id`` only
-    for key in ("call_id", "id") if item.get("type") == "local_shell_call" else ("call_id",):
-        if isinstance(item.get(key), str):
-            return item[key]
-    return None
-
-
-def _texts(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    if not isinstance(content, list):
-        return []
-    return [part["text"] for part in content if isinstance(part, dict) and _has_text(part)]
-
-
-def _has_text(part: dict[str, Any]) -> bool:
-    return isinstance(part.get("text"), str)
 
 
 # --- items as blocks ---------------------------------------------------------------------------
@@ -125,13 +93,13 @@ def _blocks(item: dict[str, Any]) -> list[dict[str, Any]]:
     kind = item.get("type")
     if _is_message(item):
         return _message_blocks(item.get("content"))
-    if _is_output(item):
+    if is_output(item):
         output = item.get("output")
         return [{"type": "tool_result", "tool_use_id": item["call_id"], "content": output}]
-    if isinstance(kind, str) and kind.endswith("_call") and _call_id(item) is not None:
-        return [_tool_use(item, kind)]
+    if is_call(item):
+        return [tool_use(item)]
     if kind == "reasoning":
-        return [{"type": "reasoning", "text": "\n".join(_texts(item.get("summary")))}]
+        return [{"type": "reasoning", "text": "\n".join(texts(item.get("summary")))}]
     return [{"type": kind if isinstance(kind, str) else "item"}]  # counted as nothing
 
 
@@ -141,21 +109,10 @@ def _message_blocks(content: Any) -> list[dict[str, Any]]:
     if not isinstance(content, list):
         return []
     return [
-        {"type": "text", "text": part["text"]} if _has_text(part) else {"type": "part"}
+        {"type": "text", "text": part["text"]} if has_text(part) else {"type": "part"}
         for part in content
         if isinstance(part, dict)
     ]
-
-
-def _tool_use(item: dict[str, Any], kind: str) -> dict[str, Any]:
-    if kind == "local_shell_call":
-        name, arguments = "local_shell", item.get("action")
-    elif kind == "function_call":
-        name, arguments = item.get("name"), item.get("arguments")
-    else:
-        name, arguments = item.get("name"), item.get("input", item.get("arguments"))
-    name = name if isinstance(name, str) else kind.removesuffix("_call")
-    return {"type": "tool_use", "id": _call_id(item), "name": name, "input": arguments}
 
 
 # --- blocks as items ---------------------------------------------------------------------------
@@ -173,5 +130,5 @@ def _new_item(message: Message) -> dict[str, Any]:
     """A message the policy wrote (a summary, its acknowledgement) as a message item."""
     role = message.get("role")
     part = "output_text" if role == "assistant" else "input_text"
-    parts = [{"type": part, "text": text} for text in _texts(message.get("content"))]
+    parts = [{"type": part, "text": text} for text in texts(message.get("content"))]
     return {"type": "message", "role": "developer" if role == "system" else role, "content": parts}
