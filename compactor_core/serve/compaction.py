@@ -86,38 +86,41 @@ class Compactor:
             return _as_is(data, "no history")
         outcome = run(Job("auto", self.settings, measure=True), conversation, self.context)
         before = conversation.messages
-        after = _keep_cache_markers(before, outcome.conversation.messages)
-        problem = _problem(before, after)
-        if problem:
-            return _as_is(data, problem)
+        tokens_in = outcome.tokens_before or 0
         tokens_out = outcome.tokens_after or 0
-        if after is not outcome.conversation.messages:
-            tokens_out = self._tokens(conversation, after)
+        after = before
+        if outcome.changed:
+            after = _keep_cache_markers(before, outcome.conversation.messages)
+            problem = _problem(before, after)
+            if problem:
+                return _as_is(data, problem)
+            if after is not outcome.conversation.messages:
+                tokens_out = measure(conversation.with_messages(after), self.settings)
         reuse = self.ledger.record(wire.header(body), before, after, self.clock())
         report = Report(
             COMPACTED if outcome.changed else UNCHANGED,
-            tokens_in=outcome.tokens_before or 0,
+            tokens_in=tokens_in,
             tokens_out=tokens_out,
             truncated=outcome.micro.truncated,
             summary=outcome.full,
             error=str(outcome.error) if outcome.error else "",
             reuse=reuse,
-            cached_in=self._cached(conversation, before, reuse.sent_prefix, reuse),
-            cached_out=self._cached(conversation, after, reuse.forwarded_prefix, reuse),
+            cached_in=self._cached(tokens_in, before, reuse.sent_prefix, reuse),
+            cached_out=self._cached(tokens_out, after, reuse.forwarded_prefix, reuse),
             pricing=wire.cache_pricing,
         )
         if not outcome.changed:
             return Forwarded(data, report)
         return Forwarded(dumps(wire.rebuilt(body, after)), report)
 
-    def _tokens(self, conversation: Conversation, messages: list[Message]) -> int:
-        return measure(conversation.with_messages(messages), self.settings)
-
-    def _cached(
-        self, conversation: Conversation, messages: list[Message], prefix: int, reuse: Reuse
-    ) -> int:
-        """The tokens of the system prompt and the first ``prefix`` messages, if cached at all."""
-        return self._tokens(conversation, messages[:prefix]) if reuse.previous else 0
+    def _cached(self, tokens: int, messages: list[Message], prefix: int, reuse: Reuse) -> int:
+        """Of ``tokens`` (the system prompt and ``messages``), those of the system prompt and the
+        first ``prefix`` messages, if the cache holds anything of this conversation: counted as
+        what the rest is not, since the rest is the few messages a caller adds each time."""
+        if not reuse.previous:
+            return 0
+        rest = measure(Conversation(messages[prefix:]), self.settings)
+        return max(tokens - rest, 0)
 
 
 def _as_is(data: bytes, reason: str) -> Forwarded:

@@ -59,8 +59,9 @@ class Ledger:
 
     def record(self, header: Any, sent: list[Any], forwarded: list[Any], now: float) -> Reuse:
         """Remember what was forwarded for ``sent``; how it reuses the request before it."""
-        sent_chain = chain(header, sent)
-        forwarded_chain = chain(header, forwarded)
+        texts: dict[int, bytes] = {}  # the messages both histories share are written once
+        sent_chain = chain(header, sent, texts)
+        forwarded_chain = chain(header, forwarded, texts)
         with self._lock:
             reuse = self._reuse(sent_chain, forwarded_chain, now)
             self._remember(sent_chain[-DIGEST:], _Entry(now, forwarded_chain))
@@ -89,14 +90,28 @@ class Ledger:
             self._size -= len(dropped.chain)
 
 
-def chain(header: Any, messages: list[Any]) -> bytes:
-    """The fingerprint of the header, then of each prefix of ``messages``, one after another."""
-    digest = hashlib.blake2b(dumps(_unmarked(header)), digest_size=DIGEST).digest()
+def chain(header: Any, messages: list[Any], texts: dict[int, bytes] | None = None) -> bytes:
+    """The fingerprint of the header, then of each prefix of ``messages``, one after another.
+
+    ``texts`` keeps each message's JSON by the message's identity, for another chain of the same
+    call (the objects must outlive it).
+    """
+    texts = {} if texts is None else texts
+    digest = hashlib.blake2b(_text(header), digest_size=DIGEST).digest()
     parts = [digest]
     for message in messages:
-        digest = hashlib.blake2b(digest + dumps(_unmarked(message)), digest_size=DIGEST).digest()
+        text = texts.get(id(message))
+        if text is None:
+            text = texts[id(message)] = _text(message)
+        digest = hashlib.blake2b(digest + text, digest_size=DIGEST).digest()
         parts.append(digest)
     return b"".join(parts)
+
+
+def _text(value: Any) -> bytes:
+    """The JSON the fingerprint is taken of: ``value``'s, without its ``cache_control`` markers."""
+    text = dumps(value)
+    return dumps(_unmarked(value)) if b'"cache_control"' in text else text
 
 
 def _unmarked(value: Any, depth: int = 3) -> Any:
