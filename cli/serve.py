@@ -81,8 +81,8 @@ DEFAULT_PORT = 8765
 )
 @click.option(
     "--shutdown-timeout",
-    type=click.FloatRange(min=0),
-    default=30.0,
+    type=click.IntRange(min=0),
+    default=30,
     show_default=True,
     metavar="SECONDS",
     help="On SIGTERM, how long requests in flight may take to finish.",
@@ -100,7 +100,7 @@ def serve(
     max_concurrency: int,
     max_body: int,
     upstream_timeout: float,
-    shutdown_timeout: float,
+    shutdown_timeout: int,
     **given: Any,
 ) -> None:
     """Compact each request an agent sends its model, on the way: point the agent here.
@@ -111,6 +111,26 @@ def serve(
     and key; the reply streams back unchanged. Everything else passes through untouched. One
     line per request on stderr; figures at /ctxpack/stats. Needs ctxpack[serve].
     """
+    from compactor_core.pipeline import Context
+    from compactor_core.serve.compaction import Compactor
+    from compactor_core.serve.proxy import Proxy, ProxySettings
+
+    uvicorn = _uvicorn()
+    upstream = _checked_upstream(upstream)
+    settings, provider_settings = resolve.summarizing(given)
+    summarizer = _summarizer(provider_settings)
+    limits = ProxySettings(
+        upstream, max_body=max_body, max_concurrency=max_concurrency, timeout=upstream_timeout
+    )
+    app = Proxy(limits, Compactor(settings, Context(summarizer)), io.warn, summarizer)
+    listening = _listen(host, port)
+    address = _address(listening)
+    io.write_stdout(f"{address}\n".encode())
+    io.warn(f"serving {address} -> {upstream} (auto, threshold {settings.threshold})")
+    _run(uvicorn, app, listening, shutdown_timeout)
+
+
+def _uvicorn() -> Any:
     from compactor_core.errors import ConfigError
 
     try:
@@ -119,34 +139,26 @@ def serve(
         raise ConfigError(
             "ctxpack serve needs the serve extra: pip install 'ctxpack[serve]'"
         ) from None
-    from compactor_core.pipeline import Context
-    from compactor_core.serve.compaction import Compactor
-    from compactor_core.serve.proxy import Proxy, ProxySettings
+    return uvicorn
 
-    upstream = _checked_upstream(upstream)
-    settings, provider_settings = resolve.summarizing(given)
-    summarizer = _summarizer(provider_settings)
-    compactor = Compactor(settings, Context(summarizer))
-    proxy_settings = ProxySettings(
-        upstream, max_body=max_body, max_concurrency=max_concurrency, timeout=upstream_timeout
-    )
-    app = Proxy(proxy_settings, compactor, io.warn, summarizer)
-    listening = _listen(host, port)
-    address = _address(listening)
-    io.write_stdout(f"{address}\n".encode())
-    io.warn(f"serving {address} -> {upstream} (auto, threshold {settings.threshold})")
+
+def _run(uvicorn: Any, app: Any, listening: socket.socket, shutdown_timeout: int) -> None:
+    """Serve until SIGTERM (or Ctrl-C): uvicorn then stops listening and lets the requests in
+    flight finish, for ``shutdown_timeout`` seconds at most."""
+    import logging
+
     config = uvicorn.Config(
         app,
         lifespan="on",
-        ws="none",  # Codex tries a WebSocket first; refused, it speaks plain HTTP
+        ws="none",  # no WebSockets: Codex's upgrade goes upstream as a plain GET, refused there
         log_config=None,
         access_log=False,
         server_header=False,  # the upstream's own headers come back, not uvicorn's
         date_header=False,
-        timeout_graceful_shutdown=round(shutdown_timeout),
+        timeout_graceful_shutdown=shutdown_timeout,
     )
-    _quiet_uvicorn()
-    # uvicorn stops gracefully on SIGTERM, then raises it again: ignored then, so the exit is 0
+    logging.getLogger("uvicorn").setLevel(logging.CRITICAL)  # each request has ctxpack's line
+    # uvicorn raises SIGTERM again once it has stopped: ignored then, so that the exit is 0
     signal.signal(signal.SIGTERM, lambda *_: None)
     uvicorn.Server(config).run(sockets=[listening])
 
@@ -194,10 +206,3 @@ def _listen(host: str, port: int) -> socket.socket:
 def _address(listening: socket.socket) -> str:
     host, port = listening.getsockname()[:2]
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-
-
-def _quiet_uvicorn() -> None:
-    """uvicorn's own log lines off: every request has ctxpack's line, without tracebacks."""
-    import logging
-
-    logging.getLogger("uvicorn").setLevel(logging.CRITICAL)
