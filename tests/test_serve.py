@@ -179,14 +179,14 @@ def test_an_upstream_that_is_down_is_a_502_with_one_line_of_json() -> None:
 
 def test_an_upstream_that_keeps_silent_is_a_504() -> None:
     with (
-        Upstream(Answer(silent=3)) as upstream,
+        Upstream(Answer(silent=5)) as upstream,
         Serving(upstream.url, "--upstream-timeout", "0.5") as proxy,
     ):
         started = time.monotonic()
         reply = httpx.post(proxy.url + "/v1/chat/completions", json=serve_bodies.chat())
         assert reply.status_code == 504
         assert reply.json()["error"]["type"] == "upstream_timeout"
-        assert time.monotonic() - started < 2.5
+        assert time.monotonic() - started < 4  # not the upstream's 5 s
 
 
 def test_sigterm_lets_the_streams_in_flight_finish_then_exits_0() -> None:
