@@ -20,6 +20,8 @@ from pathlib import Path
 
 import httpx
 import serve_bodies
+from agents.script import Script
+from agents.server import ModelServer
 from helpers import run
 from serve_support import Answer, Serving, Upstream
 
@@ -85,6 +87,17 @@ def test_a_stream_comes_back_event_by_event_with_the_upstream_status_and_headers
         assert marker in json.dumps(sent["messages"])
         assert received.size < len(anthropic_request())
     assert SECRET_KEY not in proxy.log
+
+
+def test_a_reply_that_is_not_streamed_comes_back_whole() -> None:
+    with ModelServer(Script()) as model, Serving(model.url) as proxy:
+        body = {**serve_bodies.anthropic(turns=5), "stream": False}
+        reply = httpx.post(proxy.url + "/v1/messages", json=body)
+        assert reply.status_code == 200
+        assert reply.json()["content"] == [{"type": "text", "text": "Done."}]
+        sent = model.model_requests[-1].body
+        assert sent["messages"][2]["content"][0]["content"].startswith("[truncated: Bash result")
+        assert sent["stream"] is False
 
 
 def test_count_tokens_and_every_other_route_pass_through_untouched() -> None:
