@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InputError
+from ..errors import CtxpackError
 from ..formats import Conversation, Message, dumps, load_value
 from ..pipeline import Context, Job, measure, run
 from ..settings import Settings
@@ -70,7 +70,7 @@ class Compactor:
     def compact(self, wire: Wire, data: bytes) -> Forwarded:
         try:
             return self._compact(wire, data)
-        except InputError as error:
+        except CtxpackError as error:  # not a conversation; a summarizer that cannot be asked
             return _as_is(data, str(error))
         except Exception as error:  # a bug of ctxpack must not cost the caller its request
             detail = " ".join(str(error).split())[:200]
