@@ -80,6 +80,15 @@ session_options = bundle(
     ),
 )
 
+# auto's, and serve's (which runs auto's policy on every request)
+threshold_option = click.option(
+    "--threshold",
+    type=click.IntRange(min=0),
+    default=defaults.THRESHOLD,
+    show_default=True,
+    help="Full compaction when the micro-compacted estimate is greater than this.",
+)
+
 micro_options = bundle(
     click.option(
         "--keep-recent",
@@ -148,7 +157,8 @@ snapshot_options = bundle(
     ),
 )
 
-summary_options = bundle(
+# What the summary is asked for (serve too); the commands that write a result add --strict.
+prompt_options = bundle(
     click.option(
         "--lang",
         type=click.Choice(["auto", "zh", "en"]),
@@ -173,6 +183,10 @@ summary_options = bundle(
         show_default=True,
         help="Shrink what is sent to the provider until the prompt fits (by the estimate).",
     ),
+)
+
+summary_options = bundle(
+    prompt_options,
     click.option(
         "--strict",
         is_flag=True,

@@ -48,6 +48,8 @@ LONGEST_FIRST = (
     "test_cli_batch.py",
     "test_unix.py",
     "test_agents_resume_codex.py",
+    "test_serve.py",  # a ctxpack serve process per test, 50 streams at once, a 100 MB body
+    "test_serve_agents.py",  # the real agents through ctxpack serve
     "test_cli_tokenizer.py",
     "test_cli_agents.py",
     "test_providers_model.py",  # a llama.cpp server

@@ -25,7 +25,8 @@ def test_prints_one_integer() -> None:
 
 
 # What a filter run on every agent turn must not pay for before it starts (issue 11.5): pathlib
-# (with urllib.parse and ipaddress), the provider settings, and the modules of other commands.
+# (with urllib.parse and ipaddress), the provider settings, and the modules of other commands
+# (serve's server above all).
 NOT_AT_START_UP = (
     "pathlib",
     "compactor_core.providers.registry",
@@ -33,6 +34,9 @@ NOT_AT_START_UP = (
     "cli.agents",
     "cli.restore",
     "cli.transform",
+    "cli.serve",
+    "compactor_core.serve",
+    "uvicorn",
 )
 
 

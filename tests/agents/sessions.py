@@ -16,6 +16,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from helpers import CORPUS
+
 from agents.claude import ClaudeHome, run_claude
 from agents.codex import CodexHome, run_codex
 from agents.script import Reply, Script, ToolCall
@@ -65,6 +67,24 @@ def _moved(path: Path, folder: Path) -> Path:
     target = folder / path.name
     path.rename(target)
     return target
+
+
+# The real sessions of the corpus (tests/corpus/README.md), by their session id.
+ORIGINALS = {
+    "cc_kimi_516b7270": "516b7270-b0ab-4d34-9e4d-1f05c9ccd20a",
+    "cc_entire_1284c080": "1284c080-f9cd-45f8-9942-ff58f5c517e5",
+}
+
+
+def original_session(root: Path, name: str) -> Session:
+    """A corpus session put where Claude Code looks for it: in a scratch project's folder."""
+    project = root / "project"
+    project.mkdir(parents=True)
+    session_id = ORIGINALS[name]
+    path = ClaudeHome(root).session_file(project, session_id)
+    path.parent.mkdir(parents=True)
+    shutil.copyfile(CORPUS / "originals" / f"{name}__full.jsonl", path)
+    return Session("claude-code", root, project, session_id, path)
 
 
 def prepare_project(project: Path, workload: Workload) -> None:
