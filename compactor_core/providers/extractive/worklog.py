@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..micro import is_marker
-from ..text import clip
+from ...micro import is_marker
+from ...text import clip
 
 PATH_KEYS = frozenset({"path", "file_path", "filename", "notebook_path", "filepath", "paths"})
 WRITING_TOOL = re.compile(r"(?i)edit|write|create|replace|patch|insert|move|delete|rm\b|notebook")
