@@ -38,6 +38,7 @@ from typing import Any
 
 import orjson
 
+from ..boilerplate import CODEX_SUMMARY_INTRO as SUMMARY_INTRO
 from .base import AgentFormat, Compaction, Record, RecordInfo, SessionFile, ViewMessage
 from .ui_copies import shrink_strings
 
@@ -51,15 +52,6 @@ RECORD_TYPES = frozenset(
         "world_state",
         "token_usage_record",
     }
-)
-# What Codex puts before the summary it writes, so a later compaction of Codex's own does not
-# take the summary for a user's request.
-SUMMARY_INTRO = (
-    "Another language model started to solve this problem and produced a summary of its "
-    "thinking process. You also have access to the state of the tools that were used by that "
-    "language model. Use this to build on the work that has already been done and avoid "
-    "duplicating work. Here is the summary produced by the other language model, use the "
-    "information in this summary to assist with your own analysis:\n"
 )
 # User messages Codex writes itself, sent again after a compaction.
 _CONTEXT_OPENINGS = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
