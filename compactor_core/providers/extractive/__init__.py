@@ -34,9 +34,10 @@ class ExtractiveSummarizer:
 
     def summarize(self, request: SummaryRequest) -> str:
         lang = request.lang if request.lang in SECTIONS else "en"
-        facts = gather(request.messages, tool_outputs(request.original))
+        history = request.messages if request.history is None else request.history
+        facts = gather(history, tool_outputs(request.original))
         lines = compose(facts, lang)
-        budget = summary_budget(request.messages, facts, lines, request.max_tokens, lang)
+        budget = summary_budget(history, facts, lines, request.max_tokens, lang)
         return render(fit(lines, budget, lang), lang)
 
 
@@ -44,7 +45,7 @@ def summary_budget(
     messages: list[Message], facts: Facts, lines: list[Line], max_tokens: int, lang: str
 ) -> int:
     """Tokens the summary may take, never more than ``max_tokens``: a quarter of what is new plus
-    a previous summary whole, or what the essential lines (priority 0 and 1: the goal, the file
+    the summaries before it whole, or what the essential lines (priority 0 and 1: the goal, the file
     paths, the latest request, the next step) need, if that is more.
 
     A summary as long as the history it replaces saves nothing (and the no-gain guard refuses it);
@@ -53,8 +54,8 @@ def summary_budget(
     """
     headings = text_quarters(f"## {name}\n\n" for name in SECTIONS[lang])
     previous = 0
-    if facts.previous is not None:
-        previous = quarters_to_tokens(text_quarters([facts.previous]) + headings)
+    if facts.summaries:
+        previous = quarters_to_tokens(text_quarters(facts.summaries) + headings)
     target = previous + max(estimate(messages) - previous, 0) // SHARE
     essential = headings + sum(
         text_quarters([line.text]) + 4 for line in lines if line.priority <= 1

@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...estimate import text_quarters
 from .wording import SECTIONS
 
 
-@dataclass
+@dataclass(frozen=True)
 class Line:
     section: int
     text: str
     priority: int  # lower survives longer when the budget is tight
-    rank: int = 0  # among equal priorities, lower survives longer (newest first: minus the age)
+    rank: int = 0  # among equal priorities, lower survives longer (newest first: the age)
+    # The text of the line this one continues (a file's names after the file's path line):
+    # rendered on that line when both are chosen, on its own, after ``lead``, when not.
+    anchor: str | None = None
+    lead: str = ""
+
+
+def tiered(lines: list[Line], quota: int, top: int, rest: int) -> list[Line]:
+    """The lines of one kind, the ``quota`` best ranked at priority ``top``, the rest at
+    ``rest``: the budget takes a few of every kind before more of any."""
+    return [replace(line, priority=top if line.rank < quota else rest) for line in lines]
 
 
 def fit(lines: list[Line], max_tokens: int, lang: str) -> list[Line]:
@@ -34,13 +44,12 @@ def fit(lines: list[Line], max_tokens: int, lang: str) -> list[Line]:
     chosen: set[int] = set()
     used = 0
     for index in sorted(range(len(lines)), key=lambda i: (lines[i].priority, lines[i].rank, i)):
-        cost = text_quarters([lines[index].text]) + 4  # "- " and the line break
-        if used + cost > budget and lines[index].priority == 0:
-            lines[index] = Line(
-                lines[index].section, shorten(lines[index].text, budget - used - 4), 0
-            )
-            cost = text_quarters([lines[index].text]) + 4
-        if used + cost <= budget and lines[index].text:
+        line = lines[index]
+        cost = text_quarters([line.lead, line.text]) + 4  # "- " and the line break
+        if used + cost > budget and line.priority == 0:
+            line = lines[index] = Line(line.section, shorten(line.text, budget - used - 4), 0)
+            cost = text_quarters([line.text]) + 4
+        if used + cost <= budget and line.text:
             chosen.add(index)
             used += cost
     return [line for index, line in enumerate(lines) if index in chosen]
@@ -63,17 +72,35 @@ def shorten(text: str, quarters: int) -> str:
 def render(lines: list[Line], lang: str) -> str:
     parts = []
     for index, heading in enumerate(SECTIONS[lang]):
-        items = [line.text for line in lines if line.section == index]
+        items = _items([line for line in lines if line.section == index])
         if items:
             parts.append(f"## {heading}\n" + "\n".join(f"- {item}" for item in items))
     return "\n\n".join(parts)
 
 
-def unique(lines: list[Line]) -> list[Line]:
-    seen: set[tuple[int, str]] = set()
-    unique = []
+def _items(lines: list[Line]) -> list[str]:
+    """One item per line, a line that continues another joined to it (``path: a, b, c``)."""
+    items: list[str] = []
+    where: dict[str, int] = {}  # a line's text -> its item
+    continued: set[int] = set()  # items that already carry a continuation
     for line in lines:
-        if (line.section, line.text) not in seen:
-            seen.add((line.section, line.text))
-            unique.append(line)
-    return unique
+        if line.anchor is None or line.anchor not in where:
+            where[line.anchor or line.text] = len(items)
+            items.append(f"{line.lead}{line.text}" if line.anchor else line.text)
+            continued.update([len(items) - 1] if line.anchor else [])
+            continue
+        item = where[line.anchor]
+        items[item] += (", " if item in continued else ": ") + line.text
+        continued.add(item)
+    return items
+
+
+def unique(lines: list[Line]) -> list[Line]:
+    seen: set[tuple[int, str, str | None]] = set()
+    found = []
+    for line in lines:
+        key = (line.section, line.text, line.anchor)
+        if key not in seen:
+            seen.add(key)
+            found.append(line)
+    return found

@@ -41,6 +41,28 @@ LABELS = {
         "removed": "删除",
         "whitespace": "仅空白变化",
         "truncated": "条较早的工具结果已截断",
+        "refused": "被用户拒绝",
+        "refused_call": "用户拒绝了",
+        "added": "新增",
+        "deleted": "删除",
+        "no_files": "无文件",
+        "bookkeeping": "辅助操作",
+        "names": "其他名称",
+        "correction": "纠正",
+        "correcting": "针对",
+        "fixed": "出错，后已解决",
+        "open_tasks": "未完成的任务",
+        "await": "等待 {calls} 的结果",
+        "answered": "无——最新请求已得到答复",
+        "asked": "等待用户回答",
+        "continue": "继续处理最新请求",
+        "was_doing": "进行到",
+        "since": "之后已完成",
+        "earlier_goal": "更早的目标",
+        "earlier_request": "更早的请求",
+        "pending_before": "更早的待办",
+        "pending": "待办",
+        "in_progress": "进行中",
     },
     "en": {
         "first": "First request",
@@ -67,6 +89,28 @@ LABELS = {
         "removed": "removed",
         "whitespace": "whitespace only",
         "truncated": "older tool results truncated",
+        "refused": "refused by the user",
+        "refused_call": "Refused by the user",
+        "added": "added",
+        "deleted": "deleted",
+        "no_files": "no files",
+        "bookkeeping": "Bookkeeping",
+        "names": "Other names",
+        "correction": "Correction",
+        "correcting": "to",
+        "fixed": "error, fixed later",
+        "open_tasks": "Open tasks",
+        "await": "wait for the result of {calls}",
+        "answered": "none — the last request was answered",
+        "asked": "waiting for the user's answer to",
+        "continue": "continue the latest request",
+        "was_doing": "it was at",
+        "since": "done since",
+        "earlier_goal": "Earlier goal",
+        "earlier_request": "Earlier request",
+        "pending_before": "Pending before",
+        "pending": "pending",
+        "in_progress": "in progress",
     },
 }
 
@@ -76,4 +120,8 @@ OPEN_LABELS = tuple(f"{labels['open']}: " for labels in LABELS.values())
 # Lines of a previous summary's last part that a newer one replaces (not carried as they are).
 SUPERSEDED = tuple(
     f"{labels[key]}: " for labels in LABELS.values() for key in ("last", "state", "next", "open")
+)
+# What a previous summary had still to do: stale once the agent's own task list says newer.
+TASK_LABELS = tuple(
+    f"{labels[key]}: " for labels in LABELS.values() for key in ("open_tasks", "pending_before")
 )

@@ -1,172 +1,108 @@
-"""What a tool call did, in one line: the extractive summary's "Work done" (issue 10).
+"""What a tool call did, in one line: the extractive summary's "Work done" (issues 10 and 23).
 
 A file edit says which file and the gist of the change (the first line it adds, or removes); a
-file written says how many lines; a command says how it ended (ok, failed with its error line, no
-result yet), and a test run is called a test run. Read-only calls (reading, searching, listing)
-are not work done: the files they touched are listed among the paths instead.
+file written says how many lines; a patch (Codex's ``apply_patch``) says each file it adds,
+updates or deletes with the gist; a command says how it ended (ok, failed with the line that says
+why, refused by the user with their words, no result yet), and a test run is called a test run; a
+sub-agent says what it was sent to do. Calls that only look or keep the agent's books are not
+work done: the summary counts them in one line and lists the files they touched among the paths.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass
 from typing import Any
 
-from ...micro import is_marker
 from ...text import clip
+from .calls import (
+    Call,
+    command_of,
+    is_subagent,
+    is_test_run,
+    keeps_books,
+    looks_only,
+    patch_text,
+    paths_in,
+    runs_command,
+    writes,
+)
+from .outcomes import error_text, failed, test_result
 
-PATH_KEYS = frozenset({"path", "file_path", "filename", "notebook_path", "filepath", "paths"})
-WRITING_TOOL = re.compile(r"(?i)edit|write|create|replace|patch|insert|move|delete|rm\b|notebook")
-SINGLE_WORD = re.compile(r"[A-Za-z_]+")
-# Tools that only look: what they touched is listed among the paths, not as work done.
-LOOKING_TOOL = re.compile(
-    r"(?i)^(read|view|grep|glob|search|find|list|ls|cat|get|fetch|query|show|lookup|think)"
-    r"|^(task(list|get|output)|todoread|webfetch|websearch)$"
-)
-ERROR_LINE = re.compile(
-    r"(?i)\b(error|exception|traceback|failed|failure|fatal|panic|denied|not found)\b"
-    r"|exit (code|status) [1-9]|错误|失败|异常"
-)
-EXIT_STATUS = re.compile(r"(?i)exit (code|status):? \d+")
-TEST_COMMAND = re.compile(
-    r"\b(pytest|go test|cargo test|(npm|pnpm|yarn|bun)( run)? test|make (test|check)|"
-    r"mise run test|jest|vitest|unittest|tox|rspec|ctest|phpunit|mvn test|gradle test)\b"
-)
-TEST_TALLY = re.compile(
-    r"(?i)\b\d+ (passed|failed|tests?|errors?)\b|^(ok|PASS|FAIL)\b|\btests? (passed|failed)\b"
-)
 GIST_CHARS = 100
-
-
-@dataclass(frozen=True)
-class Call:
-    """A tool call and what came back, as the extractive summary sees them."""
-
-    position: int  # order among all calls, oldest first
-    call_id: Any
-    name: str
-    arguments: Any
-    answered: bool = False
-    result: str = ""  # the result's text as it was before micro compaction, when known
-    is_error: bool = False
-    # Whether the result said if it is an error (Claude Code always does for a shell command,
-    # true for a non-zero exit); where it does not (OpenAI tool messages, other harnesses), a
-    # command's output is read for an error line instead.
-    flagged: bool = False
-
-
-def paths_in(value: Any) -> list[str]:
-    """File paths given to a tool: the values of path-like keys, at any depth of its input."""
-    found: list[str] = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key in PATH_KEYS and isinstance(item, str) and item.strip():
-                found.append(item.strip())
-            elif key in PATH_KEYS and isinstance(item, list):
-                found.extend(path for path in item if isinstance(path, str) and path.strip())
-            else:
-                found.extend(paths_in(item))
-    elif isinstance(value, list):
-        for item in value:
-            found.extend(paths_in(item))
-    return found
-
-
-def command_of(arguments: Any) -> str | None:
-    if isinstance(arguments, dict) and isinstance(arguments.get("command"), str):
-        return arguments["command"]
-    return None
-
-
-def writes(name: str, arguments: Any) -> bool:
-    """Whether a call changes files: a one-word ``command`` decides (an editor tool's ``view``
-    or ``str_replace``), else the tool's name."""
-    command = command_of(arguments)
-    if command is not None and SINGLE_WORD.fullmatch(command):
-        return bool(WRITING_TOOL.search(command))
-    return bool(WRITING_TOOL.search(name))
-
-
-def runs_command(arguments: Any) -> bool:
-    """Whether the call runs a shell command (not an editor's one-word sub-command)."""
-    command = command_of(arguments)
-    return command is not None and not SINGLE_WORD.fullmatch(command)
-
-
-def error_line(text: str) -> str | None:
-    """The first line that reports an error, and the next if it only introduces it (``ERROR:``);
-    a bare ``Exit code 1`` (Claude Code's first line) only when nothing says more."""
-    lines = [line.strip() for line in text[:20000].splitlines() if line.strip()]
-    status = None
-    for index, line in enumerate(lines):
-        if EXIT_STATUS.fullmatch(line):
-            status = status or line
-        elif ERROR_LINE.search(line):
-            if line.endswith(":") and index + 1 < len(lines):
-                return f"{line} {lines[index + 1]}"
-            return line
-    return status
-
-
-def failed(call: Call) -> bool:
-    """The call failed: the harness said so, or, where it cannot say, a command's readable
-    output reports an error (a file's text mentioning "error" is no failure)."""
-    if call.is_error or call.flagged:
-        return call.is_error
-    readable = not is_marker(call.result)
-    return readable and runs_command(call.arguments) and error_line(call.result) is not None
+ERROR_CHARS = 160
+PATCH_KINDS = {"Add": "added", "Delete": "deleted"}
 
 
 def work_line(call: Call, label: dict[str, str]) -> str | None:
-    """What the call did, or None for a call that changed nothing (reading, searching)."""
-    if runs_command(call.arguments):
-        command = " ".join(command_of(call.arguments).split())
+    """What the call did, or None for a call that changed nothing (reading, searching, the
+    agent's own bookkeeping)."""
+    if runs_command(call):
+        if looks_only(call) and not failed(call):
+            return None
+        command = " ".join((command_of(call.arguments) or "").split())
         kind = label["tests"] if is_test_run(call) else label["ran"]
         return f"{kind} `{clip(command, GIST_CHARS)}`: {outcome(call, label)}"
+    if keeps_books(call):
+        return None
     if writes(call.name, call.arguments):
-        paths = ", ".join(paths_in(call.arguments))
-        gist = edit_gist(call.arguments, label)
-        what = f"{call.name} {paths}" if paths else call.name
-        line = f"{what}: {gist}" if gist else what
-        return f"{line} ({label['failed']})" if failed(call) else line
+        return _change_line(call, label)
     if looks_only(call):
         return None
+    if is_subagent(call):
+        task = call.arguments.get("description") or call.arguments.get("prompt") or ""
+        return f"{call.name} “{clip(str(task), GIST_CHARS)}”: {outcome(call, label)}"
     arguments = json.dumps(call.arguments, ensure_ascii=False) if call.arguments else ""
     return f"{call.name} {clip(arguments, GIST_CHARS)}".rstrip() + f": {outcome(call, label)}"
 
 
-def looks_only(call: Call) -> bool:
-    """Reading, searching, listing: a call that changes nothing."""
-    command = command_of(call.arguments)
-    if command is not None and SINGLE_WORD.fullmatch(command):
-        return not WRITING_TOOL.search(command)
-    return LOOKING_TOOL.search(call.name) is not None
+def describe(call: Call, label: dict[str, str]) -> str:
+    """What a call was to do, without how it ended: a command, a change, a tool and its input."""
+    if runs_command(call):
+        return f"`{clip(' '.join((command_of(call.arguments) or '').split()), GIST_CHARS)}`"
+    if writes(call.name, call.arguments):
+        return _change(call, label)
+    arguments = json.dumps(call.arguments, ensure_ascii=False) if call.arguments else ""
+    return f"{call.name} {clip(arguments, GIST_CHARS)}".rstrip()
 
 
-def is_test_run(call: Call) -> bool:
-    command = command_of(call.arguments)
-    return command is not None and TEST_COMMAND.search(command) is not None
+def _change_line(call: Call, label: dict[str, str]) -> str:
+    line = _change(call, label)
+    if not call.answered or not failed(call):
+        return line
+    return f"{line} ({failure(call, label)})"
+
+
+def _change(call: Call, label: dict[str, str]) -> str:
+    patch = patch_text(call.arguments)
+    if patch is not None:
+        line = f"{call.name} {patch_gist(patch, label)}"
+    else:
+        paths = ", ".join(paths_in(call.arguments))
+        gist = edit_gist(call.arguments, label)
+        what = f"{call.name} {paths}" if paths else call.name
+        line = f"{what}: {gist}" if gist else what
+    return line
 
 
 def outcome(call: Call, label: dict[str, str]) -> str:
-    """ok or passed, failed with the error line, or no result yet."""
+    """ok or passed, failed with the line that says why, refused, or no result yet."""
     if not call.answered:
         return label["no_result"]
-    readable = not is_marker(call.result)
     if failed(call):
-        error = error_line(call.result) if readable else None
-        return f"{label['failed']}: {clip(error, GIST_CHARS)}" if error else label["failed"]
+        return failure(call, label)
     if not is_test_run(call):
         return label["ok"]
-    tally = test_tally(call.result) if readable else None
+    tally = test_result(call)
     return f"{label['passed']} ({clip(tally, GIST_CHARS)})" if tally else label["passed"]
 
 
-def test_tally(text: str) -> str | None:
-    """The last line of a result that counts tests (``5 passed``, ``ok  pkg 0.2s``, ``FAIL``)."""
-    tallies = [line.strip() for line in text[-20000:].splitlines() if TEST_TALLY.search(line)]
-    return tallies[-1] if tallies else None
+def failure(call: Call, label: dict[str, str]) -> str:
+    """``refused by the user: “their words”``, or ``failed: the line that says why``."""
+    if call.refused is not None:
+        words = f": “{clip(call.refused, ERROR_CHARS)}”" if call.refused else ""
+        return label["refused"] + words
+    error = error_text(call)
+    return f"{label['failed']}: {clip(error, ERROR_CHARS)}" if error else label["failed"]
 
 
 def edit_gist(arguments: Any, label: dict[str, str]) -> str | None:
@@ -181,11 +117,35 @@ def edit_gist(arguments: Any, label: dict[str, str]) -> str | None:
     old = _text(arguments, "old_string", "old_str", "old")
     new = _text(arguments, "new_string", "new_str", "new")
     if old is not None or new is not None:
-        return _change(old or "", new or "", label)
+        return change_gist(old or "", new or "", label)
     content = _text(arguments, "content", "file_text")
     if content is not None:
         return f"{len(content.splitlines())} {label['lines']}"
     return None
+
+
+def patch_gist(patch: str, label: dict[str, str]) -> str:
+    """Each file of a patch with the gist of its change: ``a.py: + “x”; b.py (deleted)``."""
+    parts = []
+    for kind, path, removed, added in _patch_hunks(patch):
+        kind_label = f" ({label[PATCH_KINDS[kind]]})" if kind in PATCH_KINDS else ""
+        gist = change_gist("\n".join(removed), "\n".join(added), label) if kind != "Delete" else ""
+        parts.append(f"{path}{kind_label}: {gist}" if gist else f"{path}{kind_label}")
+    return "; ".join(parts) or label["no_files"]
+
+
+def _patch_hunks(patch: str) -> list[tuple[str, str, list[str], list[str]]]:
+    """(kind, path, lines removed, lines added) of each file of a patch."""
+    files: list[tuple[str, str, list[str], list[str]]] = []
+    for line in patch.splitlines():
+        for kind in ("Add", "Update", "Delete"):
+            if line.startswith(f"*** {kind} File: "):
+                files.append((kind, line.split(": ", 1)[1].strip(), [], []))
+        if files and line.startswith("+") and not line.startswith("+++"):
+            files[-1][3].append(line[1:])
+        elif files and line.startswith("-") and not line.startswith("---"):
+            files[-1][2].append(line[1:])
+    return files
 
 
 def _text(arguments: dict, *keys: str) -> str | None:
@@ -195,7 +155,8 @@ def _text(arguments: dict, *keys: str) -> str | None:
     return None
 
 
-def _change(old: str, new: str, label: dict[str, str]) -> str:
+def change_gist(old: str, new: str, label: dict[str, str]) -> str:
+    """The first line a change adds, else the first it removes, else "whitespace only"."""
     old_lines = {line.strip() for line in old.splitlines()}
     new_lines = {line.strip() for line in new.splitlines()}
     added = [line.strip() for line in new.splitlines() if line.strip() not in old_lines]
