@@ -231,6 +231,21 @@ def test_an_error_says_what_failed_and_why() -> None:
     ]
 
 
+def test_a_test_run_whose_output_counts_failures_failed_whatever_its_exit() -> None:
+    """``mise run test 2>&1 | tail`` exits as tail does: the output tells."""
+    output = "--- FAIL: TestShadow (1.15s)\n    x_test.go:222: StepCount should be 0, got 1\nFAIL"
+    messages = [
+        user("run the tests"),
+        anthropic_call("t", "Bash", {"command": "mise run test 2>&1 | tail -10"}),
+        anthropic_result("t", output, is_error=False),
+    ]
+    summary = summarize(messages)
+    assert part(summary, "Work done")[0] == (
+        "Tests `mise run test 2>&1 | tail -10`: failed: x_test.go:222: StepCount should be 0, got 1"
+    )
+    assert any(line.startswith("Open error: Bash") for line in part(summary, "Needed to continue"))
+
+
 def test_a_refused_call_is_the_users_word_not_an_open_error() -> None:
     refused = (
         "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it "

@@ -23,6 +23,7 @@ EXIT_STATUS = re.compile(r"(?i)exit (code|status):? \d+")
 # ``path/file.go:12:3: message``: a compiler's, a linter's or a test's report of one place.
 DIAGNOSTIC = re.compile(r"^[\w./~-]+\.\w+:\d+(?::\d+)?:\s*\S")
 TELLING = re.compile(r"(?i)error|undefined|expected|want|got|cannot|can't|not |no such|missing")
+BARE = re.compile(r"(?i)(FAIL(ED)?|ERROR|exit (code|status):? \d+):?")  # says that, not why
 CANCELLED = "Sibling tool call errored"
 TOOL_ERROR_TAG = re.compile(r"</?tool_use_error>")
 CODEX_HEADER = re.compile(
@@ -30,6 +31,7 @@ CODEX_HEADER = re.compile(
     r"Process running with session ID)[^\n]*\n)+Output:\n"
 )
 CODEX_STATUS = re.compile(r"^(?:Process exited with code|Exit code:?) (-?\d+)$", re.M)
+FAILED_TESTS = re.compile(r"(?m)^(?:--- )?FAIL(?:ED)?\b|\b[1-9]\d* (?:failed|errors?)\b")
 TEST_TALLY = re.compile(
     r"(?i)\b\d+ (passed|failed|tests?|errors?)\b|^(ok|PASS|FAIL)\b|\btests? (passed|failed)\b"
 )
@@ -83,15 +85,18 @@ def error_line(text: str) -> str | None:
 
 
 def failed(call: Call) -> bool:
-    """The call failed: the user refused it, the harness said so or stated a non-zero exit, or,
-    where it says neither, a command's readable output reports an error (a file's text
-    mentioning "error" is no failure)."""
+    """The call failed: the user refused it, a test run's output counts failures (a pipe's
+    last command may have hidden its exit status), the harness said so or stated a non-zero
+    exit, or, where it says neither, a command's readable output reports an error (a file's
+    text mentioning "error" is no failure)."""
     if call.refused is not None:
+        return True
+    if is_marker(call.result):
+        return call.is_error
+    if is_test_run(call) and FAILED_TESTS.search(output_of(call.result)[-20000:]):
         return True
     if call.is_error or call.flagged:
         return call.is_error
-    if is_marker(call.result):
-        return False
     status = exit_status(call.result)
     if status is not None:
         return status != 0
@@ -113,7 +118,8 @@ def error_text(call: Call) -> str | None:
     telling = [line for line in diagnostics if TELLING.search(line.split(":", 2)[-1])]
     for line in telling or diagnostics:
         return line
-    return error_line(output) or next(iter(lines), None)
+    worded = [line for line in lines if ERROR_LINE.search(line) and not BARE.fullmatch(line)]
+    return next(iter(worded), None) or error_line(output) or next(iter(lines), None)
 
 
 def test_tally(text: str) -> str | None:
