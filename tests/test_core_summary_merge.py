@@ -14,39 +14,23 @@ from typing import Any
 import pytest
 from corpus_full import ctxpack_summary
 from recall import measure_all
-from support_full import PREFIX, anthropic_call, anthropic_result
+from support_full import (
+    PREFIX,
+    anthropic_call,
+    anthropic_result,
+)
+from support_full import assistant_turn as assistant
+from support_full import extractive_summary as summarize
+from support_full import summary_part as part
+from support_full import user_turn as user
 
 import compactor_core.providers.extractive as extractive
 from compactor_core.agents.claude_code import SUMMARY_INTRO, TRANSCRIPT_NOTE
 from compactor_core.boilerplate import CODEX_SUMMARY_INTRO
 from compactor_core.full import full_compact
-from compactor_core.providers.base import SummaryRequest
 from compactor_core.providers.extractive import ExtractiveSummarizer
 
 Message = dict[str, Any]
-
-
-def summarize(messages: list[Message], lang: str = "en", max_tokens: int = 2000) -> str:
-    request = SummaryRequest("system", "user", max_tokens, messages, lang, messages)
-    return ExtractiveSummarizer().summarize(request)
-
-
-def part(summary: str, heading: str) -> list[str]:
-    lines, inside = [], False
-    for line in summary.splitlines():
-        if line.startswith("## "):
-            inside = line[3:] == heading
-        elif inside and line.startswith("- "):
-            lines.append(line[2:])
-    return lines
-
-
-def user(text: str) -> Message:
-    return {"role": "user", "content": text}
-
-
-def assistant(text: str) -> Message:
-    return {"role": "assistant", "content": text}
 
 
 # --- a previous summary, parsed ------------------------------------------------------------------
@@ -190,7 +174,10 @@ def test_an_unstructured_summary_is_kept_whole_with_its_paths() -> None:
 def test_every_request_is_kept_newest_first_within_the_budget() -> None:
     messages = [user("the first request")]
     for n in range(40):
-        messages += [assistant(f"Done with step {n}. " * 60), user(f"now do step {n + 1} please")]
+        messages += [
+            assistant(f"Done with step {n}. " * 60),
+            user(f"now do step {n + 1} please"),
+        ]
     goal = part(summarize(messages, max_tokens=300), "Goal")
     assert goal[0] == "First request: “the first request”"
     kept = [int(line.split("step ")[1].split()[0]) for line in goal[1:]]

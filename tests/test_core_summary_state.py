@@ -12,32 +12,24 @@ from typing import Any
 import pytest
 from corpus_full import measure
 from helpers import CORPUS, TESTS
-from support_full import anthropic_call, anthropic_result, openai_call
+from support_full import (
+    anthropic_call,
+    anthropic_result,
+    openai_call,
+)
+from support_full import assistant_turn as assistant
+from support_full import extractive_summary as summarize
+from support_full import summary_part as part
+from support_full import user_turn as user
 
 from compactor_core.agents import session
 from compactor_core.agents.claude_code import ClaudeCode
 from compactor_core.agents.codex import Codex
 from compactor_core.full import FullSettings, full_compact
-from compactor_core.providers.base import SummaryRequest
 from compactor_core.providers.extractive import ExtractiveSummarizer
 
 Message = dict[str, Any]
 NOT_READ = "File has not been read yet. Read it first before writing to it."
-
-
-def summarize(messages: list[Message], lang: str = "en", max_tokens: int = 2000) -> str:
-    request = SummaryRequest("system", "user", max_tokens, messages, lang, messages)
-    return ExtractiveSummarizer().summarize(request)
-
-
-def part(summary: str, heading: str) -> list[str]:
-    lines, inside = [], False
-    for line in summary.splitlines():
-        if line.startswith("## "):
-            inside = line[3:] == heading
-        elif inside and line.startswith("- "):
-            lines.append(line[2:])
-    return lines
 
 
 def next_step(summary: str) -> str:
@@ -45,14 +37,6 @@ def next_step(summary: str) -> str:
         line for line in summary.splitlines() if line.startswith(("- Next step: ", "- 下一步: "))
     ]
     return step.split(": ", 1)[1]
-
-
-def user(text: str) -> Message:
-    return {"role": "user", "content": text}
-
-
-def assistant(text: str) -> Message:
-    return {"role": "assistant", "content": text}
 
 
 # --- the next step -------------------------------------------------------------------------------
@@ -78,7 +62,10 @@ def test_a_reply_that_asks_waits_for_the_answer() -> None:
 
 
 def test_a_reply_that_states_a_plan_makes_it_the_next_step() -> None:
-    messages = [user("push it"), assistant("The push was rejected. Next I will rebase and push.")]
+    messages = [
+        user("push it"),
+        assistant("The push was rejected. Next I will rebase and push."),
+    ]
     assert next_step(summarize(messages)) == "Next I will rebase and push."
     # "let me know" is no plan of the assistant's
     messages = [user("cancel it"), assistant("Cancelled. Let me know if there is more.")]
