@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from corpus_full import ctxpack_summary
+from helpers import REPO
 from recall import measure_all
 from support_full import (
     PREFIX,
@@ -306,6 +310,26 @@ def test_the_names_the_work_touched_stand_next_to_their_files() -> None:
     assert names.split(", ")[0] == "parse_args"  # the most mentioned first
     assert set(names.split(", ")[1:3]) == {"build_parser", "verbose_flag"}
     assert "ArgumentParser" in names
+
+
+def test_the_same_history_gives_the_same_summary_in_every_process() -> None:
+    """Names are ranked by their mentions, ties by where they come: no set's order (which
+    Python's hash seed changes from one process to the next) reaches the summary."""
+    script = (
+        "import sys; sys.path.insert(0, 'tests'); from corpus_full import measure; "
+        "from helpers import CORPUS; print(measure(CORPUS / 'cc_kimi_516b7270.json').summary)"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            check=True,
+            cwd=REPO,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(outputs) == 1 and b"## " in outputs.pop()
 
 
 # --- the measure ---------------------------------------------------------------------------------

@@ -38,20 +38,20 @@ FOCUS, SEEN = 2, 1
 RESULT_CHARS = 4000
 
 
-def names_in(text: str) -> set[str]:
-    """The paths and the names in ``text`` (words are looked at one by one: a plain lowercase
-    word, most of any text, is passed over at once)."""
-    found = set()
+def names_in(text: str) -> list[str]:
+    """The paths and the names in ``text``, each once, in the order they come (words are looked
+    at one by one: a plain lowercase word, most of any text, is passed over at once)."""
+    found: dict[str, None] = {}
     for token in TOKEN.findall(text):
+        if token.startswith("//"):  # a URL's address, not a path of the work
+            continue
         if "/" in token:
             paths = (path.rstrip(".") for path in PATH.findall(token))
-            found.update(
-                path for path in paths if len(path) >= MIN_CHARS and PATH_LIKE.search(path)
-            )
+            found.update((p, None) for p in paths if len(p) >= MIN_CHARS and PATH_LIKE.search(p))
         elif token.islower() and "_" not in token:
             continue
-        found.update(name for name in NAME.findall(token) if len(name) >= MIN_CHARS)
-    return found
+        found.update((name, None) for name in NAME.findall(token) if len(name) >= MIN_CHARS)
+    return list(found)
 
 
 def name_lines(facts: Facts, path_lines: list[Line], label: dict[str, str]) -> list[Line]:
@@ -98,14 +98,17 @@ def _named_once(ranked: list[str], paths: list[str]) -> list[str]:
     return [name for name in kept if not any(name in path and name != path for path in in_paths)]
 
 
-def _call_names(call: Call) -> tuple[set[str], set[str]]:
+Mentions = tuple[list[str], list[str]]  # the names in a call's input, and in its result
+
+
+def _call_names(call: Call) -> Mentions:
     """The names in a call's input, and in its result (the start of a long one: a name the
     work is about shows early, or in the input or the words around it)."""
     result = output_of(call.result)[:RESULT_CHARS] if call.answered else ""
     return names_in("\n".join(strings(call.arguments))), names_in(result)
 
 
-def _ranked(facts: Facts, in_calls: list[tuple[set[str], set[str]]]) -> list[str]:
+def _ranked(facts: Facts, in_calls: list[Mentions]) -> list[str]:
     """Every name of the history, the most mentioned first (among equals, the latest)."""
     weight: Counter[str] = Counter()
     latest: dict[str, int] = {}
@@ -120,15 +123,14 @@ def _ranked(facts: Facts, in_calls: list[tuple[set[str], set[str]]]) -> list[str
     return sorted(weight, key=lambda name: (-weight[name], -latest[name]))
 
 
-def _homes(
-    facts: Facts, in_calls: list[tuple[set[str], set[str]]], wanted: set[str]
-) -> dict[str, str]:
+def _homes(facts: Facts, in_calls: list[Mentions], wanted: set[str]) -> dict[str, str]:
     """For each name, the file whose calls mention it most."""
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for call, (in_input, in_result) in zip(facts.calls, in_calls, strict=True):
         paths = paths_in(call.arguments)
-        for name in (in_input | in_result) & wanted if paths else ():
-            counts[name].update(paths)
+        for name in dict.fromkeys([*in_input, *in_result]) if paths else ():
+            if name in wanted:
+                counts[name].update(paths)
     return {name: found.most_common(1)[0][0] for name, found in counts.items()}
 
 
