@@ -48,8 +48,8 @@ def names_in(text: str) -> list[str]:
         if "/" in token:
             paths = (path.rstrip(".") for path in PATH.findall(token))
             found.update((p, None) for p in paths if len(p) >= MIN_CHARS and PATH_LIKE.search(p))
-        elif token.islower() and "_" not in token:
-            continue
+        elif "_" not in token and (token.islower() or token.isupper() or token[1:].islower()):
+            continue  # a word (or a capitalized one, or one in capitals) names nothing
         found.update((name, None) for name in NAME.findall(token) if len(name) >= MIN_CHARS)
     return list(found)
 
