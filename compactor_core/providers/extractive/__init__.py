@@ -1,16 +1,22 @@
-"""The built-in summarizer: offline, deterministic, and fast (SPEC §7, issue 10).
+"""The built-in summarizer: offline, deterministic, and fast (SPEC §7, issues 10 and 23).
 
 It writes the six parts the prompt asks for — goal, work done, key constraints, important file
-paths, key tool results (errors first), what is needed to continue — from the messages themselves:
-the user's own requests quoted (never text the harness injected, see ``boilerplate``), what was
-done newest first (files edited with the gist of the edit, commands with their outcome, test runs,
-decisions; ``worklog``), every file path given to a tool, errors picked out, and always the latest
-request, the errors still open and the next step. The summary takes at most a quarter of the
-history it reads (a previous summary counts whole) unless its essential lines need more, and never
-more than ``max_tokens``, all by the estimate; when everything does not fit, the least important
-lines go first, and among equals the oldest. A previous summary of this format (a rolling
-compaction) is merged section by section, so its facts, file paths above all, carry forward, and
-its first request stays the only one so labelled.
+paths, key tool results, what is needed to continue — from the messages themselves, for the agent
+that carries on: the user's own words (never text the harness injected, see ``boilerplate``),
+every request newest first, corrections and refusals with what they answer; what was done, newest
+first, with how it ended and why it failed; every file path given to a tool with the names the
+work touched next to it; the errors still open, the agent's open tasks and the next step, read
+from how the history ends. Summaries before it (its own, or an agent's) are parsed and merged
+part by part. The summary takes at most a quarter of the history it reads (the summaries before
+it count whole) unless its essential lines need more, and never more than ``max_tokens``, all by
+the estimate; when everything does not fit, a few lines of every kind go in before more of any,
+the least important go first, and among equals the oldest.
+
+One module per job: ``facts`` gathers the history in one pass, ``calls`` tells what kind of call
+each is, ``outcomes`` how it ended, ``worklog`` says what it did in a line, ``tasks`` reads the
+agent's task list, ``names`` picks the names the work touched, ``previous`` reads a summary
+before this one, ``state`` says where the work stands, ``compose`` makes the lines of each part,
+``fit`` keeps what fits and renders it, ``wording`` holds the words in both languages.
 """
 
 from __future__ import annotations

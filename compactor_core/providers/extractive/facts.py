@@ -49,7 +49,6 @@ class Facts:
     # Earlier summaries, oldest first: ctxpack's own (a rolling compaction) and those a harness
     # sent as user turns (Claude Code's, Codex's, or ctxpack's inside an agent's framing).
     summaries: list[str] = field(default_factory=list)
-    messages: int = 0  # how many messages the history holds
 
     @property
     def texts(self) -> list[str]:
@@ -59,7 +58,7 @@ class Facts:
 def gather(messages: list[Message], outputs: dict[str, str] | None = None) -> Facts:
     """The facts of ``messages``; ``outputs`` are the tool results before micro compaction, by
     call id, so that old commands still tell how they ended."""
-    facts = Facts(messages=len(messages))
+    facts = Facts()
     history = _History(facts, outputs or {})
     for index, message in enumerate(messages):
         role = message.get("role")
