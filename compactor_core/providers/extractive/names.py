@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from .calls import Call, paths_in
+from .calls import Call, keeps_books, paths_in
 from .facts import Facts
 from .fit import Line
 from .outcomes import output_of
@@ -104,6 +104,8 @@ Mentions = tuple[list[str], list[str]]  # the names in a call's input, and in it
 def _call_names(call: Call) -> Mentions:
     """The names in a call's input, and in its result (the start of a long one: a name the
     work is about shows early, or in the input or the words around it)."""
+    if keeps_books(call):  # a task list's states (in_progress) name nothing of the work
+        return [], []
     result = output_of(call.result)[:RESULT_CHARS] if call.answered else ""
     return names_in("\n".join(strings(call.arguments))), names_in(result)
 
