@@ -38,6 +38,7 @@ from typing import Any
 
 import orjson
 
+from ..boilerplate import CODEX_SUMMARY_INTRO
 from ..response_items import has_text, is_call, is_context, is_output, texts, tool_use
 from ..session_files.base import (
     AgentFormat,
@@ -59,15 +60,6 @@ RECORD_TYPES = frozenset(
         "world_state",
         "token_usage_record",
     }
-)
-# What Codex puts before the summary it writes, so a later compaction of Codex's own does not
-# take the summary for a user's request.
-SUMMARY_INTRO = (
-    "Another language model started to solve this problem and produced a summary of its "
-    "thinking process. You also have access to the state of the tools that were used by that "
-    "language model. Use this to build on the work that has already been done and avoid "
-    "duplicating work. Here is the summary produced by the other language model, use the "
-    "information in this summary to assist with your own analysis:\n"
 )
 _SYSTEM_ROLES = frozenset({"developer", "system"})
 # Where UI copies keep a tool's output (keys of an event payload or of its ``item``).
@@ -165,7 +157,7 @@ class Codex(AgentFormat):
 
     def compaction_records(self, compaction: Compaction) -> list[Record]:
         stamp = _timestamp(compaction)
-        text = SUMMARY_INTRO + compaction.summary
+        text = CODEX_SUMMARY_INTRO + compaction.summary
         summary = {"type": "message", "role": "user", "content": [_input_text(text)]}
         history = [summary, *_pending_items(compaction)]
         compacted = {"message": text, "replacement_history": history}
@@ -303,7 +295,7 @@ def _side(item: dict[str, Any]) -> str:
 
 def _is_summary(item: dict[str, Any]) -> bool:
     found = texts(item.get("content"))
-    return bool(found) and found[0].startswith(SUMMARY_INTRO)
+    return bool(found) and found[0].startswith(CODEX_SUMMARY_INTRO)
 
 
 def _message(item: dict[str, Any]) -> dict[str, Any]:
