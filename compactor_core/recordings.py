@@ -1,0 +1,56 @@
+"""A saved conversation as the replay reads it: its messages, and when each was written.
+
+An agent's session file is read as its conversation view (what the agent would send on resume,
+SPEC §8.2); each record carries its ``timestamp`` (Claude Code and Codex alike), and a view
+message made of several records has the time of its last one. A plain conversation has times
+only where its messages carry a ``timestamp`` key themselves, as some exports do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, BinaryIO
+
+from .agents.base import Record
+from .agents.session import Session, load_view
+from .formats import Conversation, Message
+from .replay import Recording
+
+
+def from_conversation(conversation: Conversation) -> Recording:
+    messages = conversation.messages
+    return Recording(messages, message_times(messages), conversation.system)
+
+
+def from_session(handle: BinaryIO, session: Session) -> Recording:
+    stamps: dict[int, float | None] = {}
+
+    def note_time(index: int, record: Record) -> None:
+        stamps[index] = parse_time(record.get("timestamp"))
+
+    messages = load_view(handle, session, note_time)
+    times = [
+        max((stamps[i] for i in message.records if stamps.get(i) is not None), default=None)
+        for message in session.view
+        if any(session.infos[i].role is not None for i in message.records)  # load_view's too
+    ]
+    return Recording(messages, times)
+
+
+def parse_time(value: Any) -> float | None:
+    """Epoch seconds from a timestamp: ISO 8601, or a number of seconds (or milliseconds)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return value / 1000 if value > 1e11 else float(value)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def message_times(messages: Sequence[Message]) -> list[float | None]:
+    return [parse_time(message.get("timestamp")) for message in messages]
