@@ -138,6 +138,7 @@ Shell completion (add the line to your shell's start-up file):
     cls=CtxpackGroup,
     lazy_commands={
         "check": "cli.agents:check",
+        "replay": "cli.replay:replay",
         "restore": "cli.restore:restore",
         "sessions": "cli.agents:sessions",
     },
