@@ -69,14 +69,16 @@ def replay(
     settings: Settings,
     prices: Pricing,
     provider: Summarizer | None = None,
+    policies: Sequence[str] = (SEED, CHOSEN),
+    uses: Sequence[str] = USES,
 ) -> Replay:
     """Every request of the recording through each policy and way of use, billed."""
     provider = provider or default_provider()
     points = request_points(recording.messages)[:-1]  # the current request is not a request yet
     runs = [Run(KEEPS, UNTOUCHED, _untouched(recording, points, prices, settings))]
-    seed = replace(settings, policy=EVERY_TURN)
-    for use in USES:
-        for name, chosen in ((SEED, seed), (CHOSEN, settings)):
+    replayed = {SEED: replace(settings, policy=EVERY_TURN), CHOSEN: settings}
+    for use in uses:
+        for name, chosen in ((name, replayed[name]) for name in policies):
             meter = Meter(prices, counter(settings.tokenizer))
             summaries = 0
             for request, time in _requests(recording, points, use, chosen, provider, prices):
