@@ -174,7 +174,7 @@ class _Walk:
         for position in range(self.considered, old_enough):
             self.batch.append(position)
             self.batch_gain += self._gain(position)
-            if self.batch_gain >= self.min_gain_units:
+            if self.batch_gain >= self.min_gain_units or self.min_gain_units <= 0:
                 self.batches += 1
                 self._mark_batch()
         self.considered = max(self.considered, old_enough)
