@@ -16,7 +16,9 @@ rarely and in large steps, and only where the conversation itself says so:
 - **a cut that stays put**: a request over the threshold is compacted: everything before its
   pending turn is summarized (a rolling summary after the first), and that head stays as it is,
   request after request, until a request is over the threshold again. The head is counted with
-  the summary at its whole budget (``max_tokens``), so no cut depends on what a summary says.
+  the summary at its whole budget (``max_tokens``), so no cut depends on what a summary says;
+  so is a summary in the conversation itself, which an agent loop that keeps ctxpack's output
+  sends back.
 
 The decisions come from a walk over the conversation's requests, oldest first: one before each
 assistant message (the history up to it) and the current one (the whole conversation). So the
@@ -120,6 +122,12 @@ def plan(
     return walk.result()
 
 
+def _is_summary(message: Message) -> bool:
+    """A summary an earlier compaction wrote (an agent loop keeps ctxpack's output)."""
+    content = message.get("content")
+    return isinstance(content, str) and content.startswith(SUMMARY_PREFIX)
+
+
 def _request_time(timing: Timing, point: int, length: int) -> float | None:
     """A request goes out as soon as the last message of its history is there."""
     if point == length and timing.now is not None:
@@ -150,6 +158,9 @@ class _Walk:
         self.ack_units = max(
             counter.units([prompts.acknowledgement]) for prompts in PROMPTS.values()
         )
+        for index, message in enumerate(messages):  # counted as a cut's head counts its own
+            if _is_summary(message):
+                self.units[index] = max(self.units[index], self.summary_units)
         self.live: list[int] = []
         self.live_units = 0
         self.head_systems: list[int] = []  # system messages the cuts moved to the front
@@ -194,8 +205,8 @@ class _Walk:
         gone = set(kept) | set(systems)
         replaced = self.head_units - self._units_of(self.head_systems)  # an earlier summary
         replaced += sum(self.units[index] for index in self.live if index not in gone)
-        if replaced <= self.summary_units:
-            return  # a summary could not make it smaller
+        if replaced <= self.summary_units + self.ack_units:
+            return  # no more than an earlier summary: a new one could not make it smaller
         self.cuts.append(Cut(point, tuple(self.live), tuple(kept), frozenset(self.marked)))
         self.head_systems += systems
         ack = self.ack_units if pending.acknowledge else 0
