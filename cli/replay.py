@@ -40,8 +40,18 @@ POLICIES = ("cache-aware", "every-turn")  # compactor_core.cache_policy's
     help="Cache prices and time to live: anthropic-5m (read 0.1x, write 1.25x, 5 min), "
     "anthropic-1h (0.1x, 2x, 1 h), openai (0.1x, 1x, 5 min).",
 )
-@click.option("--read", type=click.FloatRange(min=0), help="A cached input token costs X.")
-@click.option("--write", type=click.FloatRange(min=0), help="An input token written costs Y.")
+@click.option(
+    "--read",
+    type=click.FloatRange(min=0),
+    metavar="X",
+    help="A cached input token costs X input tokens [default: the pricing's].",
+)
+@click.option(
+    "--write",
+    type=click.FloatRange(min=0),
+    metavar="Y",
+    help="An input token written into the cache costs Y [default: the pricing's].",
+)
 @click.option(
     "--ttl",
     type=click.FloatRange(min=0),
