@@ -100,13 +100,16 @@ def plan(
     timing: Timing | None = None,
     fixed_tokens: int = 0,
     past_cuts: bool = True,
+    unmade: frozenset[int] = frozenset(),
 ) -> Plan:
     """The decisions for the current request, the whole of ``messages``.
 
     ``fixed_tokens``: what every request carries besides the messages (a request envelope's
     ``system``). ``past_cuts=False`` cuts at the current request only: for a summarizer that
     cannot write an earlier summary again word for word (a model), which a proxy re-sending its
-    raw history would otherwise have to ask again on every request.
+    raw history would otherwise have to ask again on every request. ``unmade``: requests whose
+    cut the summarizer refused (a summary not smaller than what it replaces): the walk goes on
+    without them, and cuts at a later request instead.
     """
     walk = _Walk(messages, settings, counter_named(settings.tokenizer), fixed_tokens)
     timing = timing or Timing()
@@ -117,9 +120,18 @@ def plan(
         if previous is not None and now is not None and now - previous > timing.ttl:
             walk.catch_up()
         previous = now
-        if past_cuts or point == len(messages):
+        if (past_cuts or point == len(messages)) and point not in unmade:
             walk.fit(point)
     return walk.result()
+
+
+def _is_framing(message: Message) -> bool:
+    """An earlier compaction's summary or its acknowledgement."""
+    content = message.get("content")
+    acknowledgements = (prompts.acknowledgement for prompts in PROMPTS.values())
+    return _is_summary(message) or (
+        message.get("role") == "assistant" and content in acknowledgements
+    )
 
 
 def _is_summary(message: Message) -> bool:
@@ -196,17 +208,15 @@ class _Walk:
         self._mark_batch()
 
     def fit(self, point: int) -> None:
-        """Cut if this request is over the threshold and a summary can make it smaller."""
+        """Cut if this request is over the threshold and there is something new to summarize."""
         if self.fixed_units + self.head_units + self.live_units <= self.threshold_units:
             return
         pending = find_pending_turn([self.messages[index] for index in self.live])
         kept = [self.live[position] for position in pending.indexes]
         systems = [index for index in self.live if self.messages[index].get("role") == "system"]
         gone = set(kept) | set(systems)
-        replaced = self.head_units - self._units_of(self.head_systems)  # an earlier summary
-        replaced += sum(self.units[index] for index in self.live if index not in gone)
-        if replaced <= self.summary_units + self.ack_units:
-            return  # no more than an earlier summary: a new one could not make it smaller
+        if all(index in gone or _is_framing(self.messages[index]) for index in self.live):
+            return  # nothing new to summarize: an earlier summary alone stays as it is
         self.cuts.append(Cut(point, tuple(self.live), tuple(kept), frozenset(self.marked)))
         self.head_systems += systems
         ack = self.ack_units if pending.acknowledge else 0

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .cache_aware import Heads, carry_out, decide
+from .cache_aware import Heads, compact_stably
 from .cache_policy import CACHE_AWARE, EVERY_TURN, Timing, request_points
 from .formats import Conversation, Message
 from .pipeline import Context, Job, default_provider, run
@@ -76,7 +76,7 @@ def replay(
     provider = provider or default_provider()
     points = request_points(recording.messages)[:-1]  # the current request is not a request yet
     runs = [Run(KEEPS, UNTOUCHED, _untouched(recording, points, prices, settings))]
-    replayed = {SEED: replace(settings, policy=EVERY_TURN), CHOSEN: settings}
+    replayed = {SEED: replace(settings, policy=EVERY_TURN, min_gain=None), CHOSEN: settings}
     for use in uses:
         for name, chosen in ((name, replayed[name]) for name in policies):
             meter = Meter(prices, counter(settings.tokenizer))
@@ -122,11 +122,11 @@ def _requests(
             history_times = [_time(times, i + 1) for i in range(point)]
         if stable:
             timing = Timing(history_times, now, prices.ttl)
-            plan = decide(history, settings, provider, timing, recording.system)
-            done = carry_out(history, plan, settings, provider, heads if use == RESENDS else None)
+            remembered = heads if use == RESENDS else None
+            done = compact_stably(history, settings, provider, timing, recording.system, remembered)
             request = done.messages
-            head = len(request) - len(plan.live)
-            kept_times = [None] * head + [history_times[index] for index in plan.live]
+            head = len(request) - len(done.plan.live)
+            kept_times = [None] * head + [history_times[index] for index in done.plan.live]
         else:
             envelope = None if recording.system is None else {"system": recording.system}
             conversation = Conversation(history, "envelope" if envelope else "array", envelope)

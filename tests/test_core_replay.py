@@ -10,7 +10,7 @@ from helpers import CORPUS, TESTS
 from compactor_core import recordings
 from compactor_core.agents.registry import detect
 from compactor_core.agents.session import index_session
-from compactor_core.cache_aware import Heads, carry_out, decide
+from compactor_core.cache_aware import Heads, compact_stably
 from compactor_core.errors import ConfigError
 from compactor_core.estimate import estimate
 from compactor_core.pricing import PROFILES, Meter, Pricing, pricing
@@ -117,10 +117,9 @@ def test_heads_written_once_give_the_same_requests() -> None:
     chosen, summarizer, heads = Settings(threshold=6000), ExtractiveSummarizer(), Heads()
     for point in (60, 75, 95):
         history = messages[:point]
-        plan = decide(history, chosen, summarizer)
-        remembered = carry_out(history, plan, chosen, summarizer, heads).messages
-        assert remembered == carry_out(history, plan, chosen, summarizer).messages
-        assert estimate(remembered) <= plan.tokens
+        remembered = compact_stably(history, chosen, summarizer, heads=heads)
+        assert remembered.messages == compact_stably(history, chosen, summarizer).messages
+        assert estimate(remembered.messages) <= remembered.plan.tokens
 
 
 def test_a_session_file_brings_its_times() -> None:
