@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Literal
 
 from . import language
+from .cache_aware import compact_stably, decide, micro_in_batches
+from .cache_policy import CACHE_AWARE
 from .errors import ProviderError
 from .estimate import estimate
 from .formats import Conversation
 from .full import FullResult, find_pending_turn, full_compact, has_source, rebuild
-from .micro import MicroResult, micro_compact
+from .micro import MicroResult, mark_turns, micro_compact
 from .providers.base import Summarizer, check_ready
 from .settings import Settings
 from .snapshots import DEFAULT_SESSION, Details, SnapshotStore
@@ -94,6 +96,8 @@ def preview(job: Job, conversation: Conversation) -> Outcome:
     budget (``max_tokens``): the most the result would be, since no model is asked.
     """
     settings = job.settings
+    if job.command == "auto" and settings.policy == CACHE_AWARE and not settings.compat:
+        return _preview_cache_aware(job, conversation)
     before = measure(conversation, settings)
     outcome = _micro(job, conversation)
     after_micro = measure(outcome.conversation, settings)
@@ -113,6 +117,19 @@ def preview(job: Job, conversation: Conversation) -> Outcome:
     )
 
 
+def _preview_cache_aware(job: Job, conversation: Conversation) -> Outcome:
+    """The cache-aware plan, its markers made; a summary in it counted at its whole budget."""
+    settings = job.settings
+    plan = decide(conversation.messages, settings, default_provider(), system=conversation.system)
+    messages, micro = mark_turns(conversation.messages, settings, plan.marked)
+    marked = conversation.with_messages(messages)
+    full = Status.WOULD_RUN if plan.cuts else Status.NOT_RUN
+    after = plan.tokens if plan.cuts else measure(marked, settings)
+    before = measure(conversation, settings)
+    changed = micro.truncated > 0 or bool(plan.cuts)
+    return Outcome(marked, changed, micro, full, tokens_before=before, tokens_after=after)
+
+
 def default_provider() -> Summarizer:
     from .providers.extractive import ExtractiveSummarizer
 
@@ -120,7 +137,10 @@ def default_provider() -> Summarizer:
 
 
 def _micro(job: Job, conversation: Conversation) -> Outcome:
-    messages, result = micro_compact(conversation.messages, job.settings)
+    if job.settings.min_gain and not job.settings.compat:  # --min-gain: markers in batches
+        messages, result = micro_in_batches(conversation.messages, job.settings)
+    else:
+        messages, result = micro_compact(conversation.messages, job.settings)
     return Outcome(conversation.with_messages(messages), result.truncated > 0, result)
 
 
@@ -131,22 +151,35 @@ def _full(job: Job, conversation: Conversation, context: Context) -> Outcome:
     if not has_source(conversation.messages, pending):  # a no-op: no snapshot, no model call
         return Outcome(conversation, changed=False, full=Status.NOTHING)
     check_ready(context.provider)  # a missing API key: exit 78, before any snapshot
-    store = context.snapshots
-    taken = []
-    if store is not None and context.original is not None:
-        tokens = measure(conversation, job.settings)
-        details = Details(conversation.shape, len(conversation.messages), tokens)
-        taken.append(
-            store.save_original(context.session_id, context.original, details, context.source)
-        )
+    taken = _keep_original(job, conversation, context)
     full = full_compact(conversation.messages, context.provider or default_provider(), job.settings)
     tokens_after = None
-    if store is not None and full.status == Status.COMPACTED:
-        tokens_after = measure(conversation.with_messages(full.messages), job.settings)
-        details = Details(tokens=tokens_after)
-        result = store.save_result(context.session_id, full.messages, details, context.source)
-        taken.append(result)
+    if context.snapshots is not None and full.status == Status.COMPACTED:
+        result = conversation.with_messages(full.messages)
+        tokens_after, kept = _keep_result(job, result, context.snapshots, context)
+        taken.append(kept)
     return _from_full(full, conversation, tuple(taken), tokens_after)
+
+
+def _keep_original(job: Job, conversation: Conversation, context: Context) -> list[Path]:
+    """The input as it came, kept before a summary is asked for (SPEC §3.3)."""
+    store = context.snapshots
+    if store is None or context.original is None:
+        return []
+    tokens = measure(conversation, job.settings)
+    details = Details(conversation.shape, len(conversation.messages), tokens)
+    return [store.save_original(context.session_id, context.original, details, context.source)]
+
+
+def _keep_result(
+    job: Job, result: Conversation, store: SnapshotStore, context: Context
+) -> tuple[int, Path]:
+    """The compacted result kept (SPEC §3.9), and its estimate."""
+    tokens = measure(result, job.settings)
+    path = store.save_result(
+        context.session_id, result.messages, Details(tokens=tokens), context.source
+    )
+    return tokens, path
 
 
 def _from_full(
@@ -169,6 +202,8 @@ def _from_full(
 
 def _auto(job: Job, conversation: Conversation, context: Context) -> Outcome:
     settings = job.settings
+    if settings.policy == CACHE_AWARE and not settings.compat:
+        return _cache_aware(job, conversation, context)
     micro_outcome = _micro(job, conversation)
     tokens = measure(micro_outcome.conversation, settings)
     if tokens <= settings.threshold:
@@ -185,3 +220,38 @@ def _auto(job: Job, conversation: Conversation, context: Context) -> Outcome:
         if tokens is None:
             tokens = measure(outcome.conversation, settings)
     return replace(outcome, over_threshold=tokens > settings.threshold, tokens_after=tokens)
+
+
+def _cache_aware(job: Job, conversation: Conversation, context: Context) -> Outcome:
+    """auto by the cache-aware policy (cache_policy.py): markers in batches, cuts that stay put.
+
+    Snapshots are taken when a cut is made at this request; a cut found again (a caller that
+    re-sends its raw history) changes nothing the caller has not kept itself.
+    """
+    settings = job.settings
+    provider = context.provider or default_provider()
+    taken: list[Path] = []
+
+    def keep_original() -> None:  # before the model is asked (SPEC §3.3)
+        taken.extend(_keep_original(job, conversation, context))
+
+    done = compact_stably(
+        conversation.messages, settings, provider, None, conversation.system, None, keep_original
+    )
+    plan = done.plan
+    result = conversation.with_messages(done.messages)
+    tokens = None
+    if plan.cuts_now and done.full == Status.COMPACTED and context.snapshots is not None:
+        tokens, kept = _keep_result(job, result, context.snapshots, context)
+        taken.append(kept)
+    tokens = measure(result, settings) if tokens is None else tokens
+    return Outcome(
+        result,
+        changed=done.micro.truncated > 0 or done.full == Status.COMPACTED,
+        micro=done.micro,
+        full=done.full,
+        error=done.error,
+        over_threshold=tokens > settings.threshold and done.error is None,  # a failure is news
+        tokens_after=tokens,
+        snapshots=tuple(taken),
+    )

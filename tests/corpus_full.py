@@ -139,7 +139,7 @@ def measure(path: Path) -> Figures:
     fixed = estimate(systems + kept)
 
     provider = ExtractiveSummarizer()
-    job = Job("auto", FullSettings(threshold=THRESHOLD))
+    job = Job("auto", FullSettings(threshold=THRESHOLD, policy="every-turn"))  # one summary
     started = time.perf_counter()
     outcome = pipeline.run(job, conversation, Context(provider))
     seconds = time.perf_counter() - started
