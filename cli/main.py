@@ -303,6 +303,7 @@ def _beside(heuristic: int, exact: int) -> dict[str, Any]:
 )
 @options.files_argument
 @options.micro_options
+@options.min_gain_option
 @options.session_options
 @options.compat_option
 @options.output_options
@@ -353,9 +354,14 @@ def full(files: tuple[str, ...], **settings: Any) -> None:
     show_default=True,
     help="Full compaction when the micro-compacted estimate is greater than this.",
 )
+@options.policy_options
 @options.summarizing_options
 def auto(files: tuple[str, ...], **settings: Any) -> None:
-    """Micro compaction every time; full compaction when the estimate is over the threshold."""
+    """Compact for every request: old tool results as markers, a summary over the threshold.
+
+    The default policy (cache-aware) changes the prompt rarely and in big steps, so that a
+    provider's prompt cache keeps hitting; --policy every-turn micro-compacts on every call.
+    """
     _summarizing("auto", files, settings)
 
 
@@ -372,6 +378,8 @@ def _settings(options: dict[str, Any]) -> Settings:
             "max_prompt_tokens",
             "threshold",
             "tokenizer",
+            "policy",
+            "min_gain",
         )
         if name in options
     }

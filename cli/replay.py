@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from compactor_core.settings import Settings
 
 PROFILES = ("anthropic-5m", "anthropic-1h", "openai")  # compactor_core.pricing's (a test checks)
-POLICIES = ("cache-aware", "every-turn")  # compactor_core.cache_policy's
 
 
 @click.command(
@@ -65,19 +64,7 @@ POLICIES = ("cache-aware", "every-turn")  # compactor_core.cache_policy's
     show_default=True,
     help="auto's threshold: full compaction over this estimate.",
 )
-@click.option(
-    "--policy",
-    type=click.Choice(POLICIES),
-    default="cache-aware",
-    show_default=True,
-    help="The policy replayed beside the untouched history and the seed's (every-turn).",
-)
-@click.option(
-    "--min-gain",
-    type=click.IntRange(min=0),
-    metavar="TOKENS",
-    help="cache-aware: new markers only in batches that free this many tokens [default: 5000].",
-)
+@options.policy_options
 @options.micro_options
 @options.compat_option
 @click.option(

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import CORPUS, TESTS, run
+from helpers import CORPUS, TESTS, invoke, run
 
 from compactor_core.cache_policy import POLICIES
 from compactor_core.pricing import PROFILES as CORE_PROFILES
@@ -107,7 +107,13 @@ def test_a_bad_file_among_good_ones_is_reported_and_the_rest_replayed(tmp_path: 
 
 def test_the_command_lists_the_cores_choices() -> None:
     """The choices are written out so that ``ctxpack --help`` imports no replay code."""
-    from cli import replay
+    from cli import options, replay
+    from compactor_core.cache_policy import MIN_GAIN
 
     assert tuple(CORE_PROFILES) == replay.PROFILES
-    assert replay.POLICIES == POLICIES
+    assert options.POLICIES == POLICIES
+    assert f"[default: {MIN_GAIN} with cache-aware" in help_text("auto")
+
+
+def help_text(command: str) -> str:
+    return " ".join(invoke(command, "--help").stdout.split())
