@@ -32,6 +32,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from .estimate import Counter, message_units, units_to_tokens
 from .formats import Message
@@ -123,6 +125,25 @@ def plan(
         if (past_cuts or point == len(messages)) and point not in unmade:
             walk.fit(point)
     return walk.result()
+
+
+def parse_time(value: Any) -> float | None:
+    """Epoch seconds from a timestamp: ISO 8601, or a number of seconds (or milliseconds)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return value / 1000 if value > 1e11 else float(value)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def message_times(messages: Sequence[Message]) -> list[float | None]:
+    """The times messages carry themselves: a ``timestamp`` key, as some exports have."""
+    return [parse_time(message.get("timestamp")) for message in messages]
 
 
 def _is_framing(message: Message) -> bool:

@@ -8,13 +8,12 @@ only where its messages carry a ``timestamp`` key themselves, as some exports do
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from .agents.base import Record
 from .agents.session import Session, load_view
-from .formats import Conversation, Message
+from .cache_policy import message_times, parse_time
+from .formats import Conversation
 from .replay import Recording
 
 
@@ -36,21 +35,3 @@ def from_session(handle: BinaryIO, session: Session) -> Recording:
         if any(session.infos[i].role is not None for i in message.records)  # load_view's too
     ]
     return Recording(messages, times)
-
-
-def parse_time(value: Any) -> float | None:
-    """Epoch seconds from a timestamp: ISO 8601, or a number of seconds (or milliseconds)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return value / 1000 if value > 1e11 else float(value)
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    return None
-
-
-def message_times(messages: Sequence[Message]) -> list[float | None]:
-    return [parse_time(message.get("timestamp")) for message in messages]
