@@ -13,7 +13,7 @@ from typing import Literal
 
 from . import language
 from .cache_aware import compact_stably, decide, micro_in_batches
-from .cache_policy import CACHE_AWARE
+from .cache_policy import CACHE_AWARE, Timing, message_times
 from .errors import ProviderError
 from .estimate import estimate
 from .formats import Conversation
@@ -235,8 +235,9 @@ def _cache_aware(job: Job, conversation: Conversation, context: Context) -> Outc
     def keep_original() -> None:  # before the model is asked (SPEC §3.3)
         taken.extend(_keep_original(job, conversation, context))
 
+    timing = Timing(message_times(conversation.messages))  # where messages carry their time
     done = compact_stably(
-        conversation.messages, settings, provider, None, conversation.system, None, keep_original
+        conversation.messages, settings, provider, timing, conversation.system, None, keep_original
     )
     plan = done.plan
     result = conversation.with_messages(done.messages)

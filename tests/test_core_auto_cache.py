@@ -72,3 +72,14 @@ def test_a_dry_run_counts_the_summary_at_its_budget() -> None:
     assert would.full == Status.WOULD_RUN and done.full == Status.COMPACTED
     assert would.tokens_before == done.tokens_before
     assert would.tokens_after >= done.tokens_after
+
+
+def test_messages_that_carry_their_time_show_auto_a_cold_cache() -> None:
+    messages = session(4)  # one old turn of about 990 tokens: no batch of 5000 yet
+    timed = [
+        {**message, "timestamp": 1_700_000_000 + index} for index, message in enumerate(messages)
+    ]
+    assert compact(timed, "auto") == timed
+    timed[-1]["timestamp"] = "2023-11-14T22:30:00Z"  # the last result came 17 minutes later
+    caught_up = compact(timed, "auto")
+    assert caught_up == micro_compact(timed, Settings())[0]  # clearing is free: done now
