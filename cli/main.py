@@ -132,6 +132,7 @@ Shell completion (add the line to your shell's start-up file):
     cls=CtxpackGroup,
     lazy_commands={
         "check": "cli.agents:check",
+        "replay": "cli.replay:replay",
         "restore": "cli.restore:restore",
         "serve": "cli.serve:serve",
         "sessions": "cli.agents:sessions",
@@ -269,6 +270,7 @@ def _beside(heuristic: int, exact: int) -> dict[str, Any]:
 )
 @options.files_argument
 @options.micro_options
+@options.min_gain_option
 @options.session_options
 @options.compat_option
 @options.output_options
@@ -307,9 +309,14 @@ def full(files: tuple[str, ...], **settings: Any) -> None:
 )
 @options.files_argument
 @options.threshold_option
+@options.policy_options
 @options.summarizing_options
 def auto(files: tuple[str, ...], **settings: Any) -> None:
-    """Micro compaction every time; full compaction when the estimate is over the threshold."""
+    """Compact for every request: old tool results as markers, a summary over the threshold.
+
+    The default policy (cache-aware) changes the prompt rarely and in big steps, so that a
+    provider's prompt cache keeps hitting; --policy every-turn micro-compacts on every call.
+    """
     _compact("auto", files, settings)
 
 

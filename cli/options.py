@@ -113,6 +113,36 @@ micro_options = bundle(
     ),
 )
 
+# The seed's micro compaction exactly unless asked: SPEC §2.
+min_gain_option = click.option(
+    "--min-gain",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    metavar="TOKENS",
+    help="Markers in batches: the old tool-result turns, oldest first, get theirs only once "
+    "they free this many tokens together (0: every old turn).",
+)
+
+policy_options = bundle(
+    click.option(
+        "--policy",
+        type=click.Choice(defaults.POLICIES),
+        default=defaults.CACHE_AWARE,
+        show_default=True,
+        help="cache-aware: change the prompt rarely, so the provider's prompt cache keeps "
+        "hitting (markers in batches of --min-gain, a summary that stays put until the next "
+        "one); every-turn: micro on every call, as the seed (and --compat bareagent) does.",
+    ),
+    click.option(
+        "--min-gain",
+        type=click.IntRange(min=0),
+        metavar="TOKENS",
+        help="New markers only in batches that free this many tokens together [default: "
+        f"{defaults.MIN_GAIN} with cache-aware, 0 with every-turn].",
+    ),
+)
+
 output_options = bundle(
     click.option(
         "-o", "--output", metavar="FILE", help="Write the result to FILE (atomically), not stdout."

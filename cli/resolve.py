@@ -40,11 +40,11 @@ def settings(options: dict[str, Any], given: Resolver, summarizing: bool) -> Set
     an unknown tokenizer fails here, before any work."""
     from compactor_core.settings import Settings
 
-    summary: dict[str, Any] = {}
+    summary: dict[str, Any] = {"min_gain": options["min_gain"]} if "min_gain" in options else {}
     if summarizing:
-        summary = {
+        summary |= {
             name: options[name]
-            for name in ("instructions", "max_tokens", "max_prompt_tokens", "threshold")
+            for name in ("instructions", "max_tokens", "max_prompt_tokens", "threshold", "policy")
             if name in options
         }
         summary["lang"] = given.get("lang")

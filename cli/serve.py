@@ -88,6 +88,7 @@ DEFAULT_PORT = 8765
     help="On SIGTERM, how long requests in flight may take to finish.",
 )
 @options.threshold_option
+@options.policy_options
 @options.micro_options
 @options.compat_option
 @options.prompt_options

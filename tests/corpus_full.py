@@ -140,7 +140,7 @@ def measure(path: Path) -> Figures:
     fixed = estimate(systems + kept)
 
     provider = ExtractiveSummarizer()
-    job = Job("auto", Settings(threshold=THRESHOLD))
+    job = Job("auto", Settings(threshold=THRESHOLD, policy="every-turn"))  # one summary
     started = time.perf_counter()
     outcome = pipeline.run(job, conversation, Context(provider))
     seconds = time.perf_counter() - started

@@ -33,6 +33,10 @@ EVENTS = tuple(
 SECRET_KEY = "sk-ant-api03-not-a-real-key-7f3a9"
 SECRET_TOKEN = "Bearer sk-proj-not-a-real-token-42c1"
 
+# The seed's markers on every old result (cache-aware with no batch to wait for): what these small
+# bodies show of the policy's work.
+EVERY_OLD_RESULT = ("--min-gain", "0")
+
 
 def anthropic_request(turns: int = 5, **body: object) -> bytes:
     return json.dumps({**serve_bodies.anthropic(turns=turns), **body}).encode()
@@ -60,7 +64,7 @@ def test_a_stream_comes_back_event_by_event_with_the_upstream_status_and_headers
         chunks=EVENTS,
         pause=0.1,
     )
-    with Upstream(answer) as upstream, Serving(upstream.url) as proxy:
+    with Upstream(answer) as upstream, Serving(upstream.url, *EVERY_OLD_RESULT) as proxy:
         arrivals = []
         headers = {"x-api-key": SECRET_KEY, "anthropic-version": "2023-06-01"}
         headers |= {"connection": "keep-alive, x-hop", "x-hop": "1", "te": "trailers"}
@@ -90,7 +94,7 @@ def test_a_stream_comes_back_event_by_event_with_the_upstream_status_and_headers
 
 
 def test_a_reply_that_is_not_streamed_comes_back_whole() -> None:
-    with ModelServer(Script()) as model, Serving(model.url) as proxy:
+    with ModelServer(Script()) as model, Serving(model.url, *EVERY_OLD_RESULT) as proxy:
         body = {**serve_bodies.anthropic(turns=5), "stream": False}
         reply = httpx.post(proxy.url + "/v1/messages", json=body)
         assert reply.status_code == 200
@@ -244,8 +248,18 @@ def test_a_caller_that_leaves_ends_its_upstream_request() -> None:
         assert upstream.in_flight == 0  # its connection was closed: the upstream stopped
 
 
-def test_stats_and_log_lines_follow_a_growing_session() -> None:
+def test_the_default_policy_keeps_a_growing_session_cache_stable() -> None:
     with Upstream() as upstream, Serving(upstream.url) as proxy:
+        for turns in range(1, 7):
+            body = serve_bodies.anthropic(turns=turns, pending_results=True)
+            assert httpx.post(proxy.url + "/v1/messages", json=body).status_code == 200
+        stats = httpx.get(proxy.url + "/ctxpack/stats").json()
+    assert stats["model_requests"] == 6 and len(upstream.received) == 6
+    assert (stats["cache_stable"], stats["cache_breaks"]) == (5, 0)  # nothing worth a batch yet
+
+
+def test_stats_and_log_lines_follow_a_growing_session() -> None:
+    with Upstream() as upstream, Serving(upstream.url, "--policy", "every-turn") as proxy:
         for turns in range(1, 7):
             body = serve_bodies.anthropic(turns=turns, pending_results=True)
             assert httpx.post(proxy.url + "/v1/messages", json=body).status_code == 200

@@ -23,10 +23,15 @@ from compactor_core.status import Status
 
 MARKER = re.compile(r"\[truncated: (.+) result, (\d+) chars\]")
 
+# These tests are of the adapters (what a request's body becomes and what it keeps), with the
+# policy that changes the most: every old result a marker on every call. serve's own default is
+# the cache-aware policy (tests/test_serve_replay.py).
+EVERY_TURN = Settings(policy="every-turn")
+
 
 def compact(route: str, body: Any, settings: Settings | None = None) -> Forwarded:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return Compactor(settings or Settings()).compact(WIRES[route], data)
+    return Compactor(settings or EVERY_TURN).compact(WIRES[route], data)
 
 
 def sent(forwarded: Forwarded) -> dict[str, Any]:
@@ -60,7 +65,7 @@ def test_messages_old_results_become_markers_and_nothing_else_changes() -> None:
 
 def test_messages_full_compaction_keeps_the_pending_turn_with_its_thinking() -> None:
     body = serve_bodies.anthropic(turns=5, pending_results=True)
-    forwarded = compact(MESSAGES, body, Settings(threshold=500))
+    forwarded = compact(MESSAGES, body, Settings(threshold=500, policy="every-turn"))
     out = sent(forwarded)
     assert forwarded.report.summary == Status.COMPACTED
     assert others(out, "messages") == others(body, "messages")
@@ -111,14 +116,16 @@ def test_a_result_that_would_change_the_last_turn_goes_out_as_it_came() -> None:
     body = serve_bodies.anthropic(turns=5)
     body["messages"].append({"role": "assistant", "content": "Prefilled: the answer is"})
     data = json.dumps(body).encode()
-    forwarded = compact(MESSAGES, data, Settings(threshold=500))  # would summarize everything
+    forwarded = compact(
+        MESSAGES, data, Settings(threshold=500, policy="every-turn")
+    )  # would summarize everything
     assert forwarded.body is data
     assert forwarded.report.reason == "the policy would change the last turn"
 
 
 @given(envelopes())
 def test_any_conversation_comes_out_sound(body: dict[str, Any]) -> None:
-    for settings in (Settings(), Settings(keep_recent=1, threshold=40)):
+    for settings in (EVERY_TURN, Settings(keep_recent=1, threshold=40, policy="every-turn")):
         forwarded = compact(MESSAGES, body, settings)
         if forwarded.report.outcome == AS_IS:
             assert forwarded.body == json.dumps(body).encode()
@@ -143,7 +150,7 @@ def test_chat_developer_messages_stay_developer_messages() -> None:
         m["content"] for m in out["messages"] if m["role"] == "tool" and MARKER.match(m["content"])
     ]
     assert len(markers) == 4  # two turns of two parallel calls
-    full = sent(compact(CHAT, body, Settings(threshold=500)))
+    full = sent(compact(CHAT, body, Settings(threshold=500, policy="every-turn")))
     assert full["messages"][0] == {"role": "developer", "content": "Answer tersely."}
     assert full["messages"][1]["content"].startswith("[Context Compressed]\n")
     assert full["messages"][-1] == body["messages"][-1]
@@ -177,7 +184,7 @@ def test_responses_full_compaction_keeps_context_and_the_pending_calls_with_thei
     None
 ):
     body = serve_bodies.responses(turns=5, pending_results=True)
-    forwarded = compact(RESPONSES, body, Settings(threshold=500))
+    forwarded = compact(RESPONSES, body, Settings(threshold=500, policy="every-turn"))
     out = sent(forwarded)
     assert forwarded.report.summary == Status.COMPACTED
     items = out["input"]

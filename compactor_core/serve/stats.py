@@ -11,15 +11,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-# Cache read and write, in multiples of the input price: Anthropic's 5-minute cache (read 0.1x,
-# write 1.25x), and OpenAI's automatic one (read 0.1x, written at the input price).
-PRICES = {"anthropic-5m": (0.1, 1.25), "openai": (0.1, 1.0)}
+from ..pricing import PROFILES, Sent
 
 
 def billed(cached: int, total: int, pricing: str) -> float:
-    """Input tokens as billed, in input-price tokens: ``cached`` of ``total`` read from cache."""
-    read, write = PRICES[pricing]
-    return read * cached + write * (total - cached)
+    """Input tokens as billed, in input-price tokens: ``cached`` of ``total`` read from cache,
+    at the prices of the replay's profile ``pricing`` (``compactor_core.pricing``)."""
+    return Sent(total, cached).billed(PROFILES[pricing])
 
 
 @dataclass

@@ -245,6 +245,11 @@ class SessionSubject:
     def tokens_without_summary(self, pending: PendingTurn, lang: str) -> int:
         return self._appended_tokens(self._compaction("", [], pending))
 
+    def for_the_cache(self, provider: Any, keeper: Any, dry_run: bool) -> None:
+        """None: a session file keeps the every-turn rules. Its agent resumes it after being
+        idle, when the provider's cache has expired anyway, so nothing is saved by waiting."""
+        return None
+
     # --- what the writer needs ---
 
     def input_tokens(self) -> int:

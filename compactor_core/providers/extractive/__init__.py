@@ -37,6 +37,7 @@ class ExtractiveSummarizer:
     """Summarizes by extraction: no model, no network, the same output for the same input."""
 
     name = "extractive"
+    deterministic = True  # a history's summary can be written again word for word (cache_aware)
 
     def summarize(self, request: SummaryRequest) -> str:
         lang = request.lang if request.lang in SECTIONS else "en"
