@@ -78,7 +78,7 @@ def test_billed_tokens_read_the_cache_at_a_tenth_and_write_at_the_profile_price(
 
 
 def test_each_request_of_a_growing_session_reports_what_its_cache_reads() -> None:
-    compactor = Compactor(Settings())
+    compactor = Compactor(Settings(policy="every-turn"))
     wire = WIRES[MESSAGES]
     reports = []
     for turns in range(1, 6):
