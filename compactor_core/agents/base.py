@@ -103,6 +103,12 @@ class Compaction:
     path: Path | None = None  # the session file, when there is one
     new_id: Any = None  # a function () -> str giving fresh record ids (uuid4 by default)
 
+    @property
+    def stamp(self) -> str:
+        """``now`` as the agents write their timestamps: ``2026-12-03T13:17:21.967Z``."""
+        now = self.now
+        return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
 
 @dataclass(frozen=True)
 class SessionFile:
