@@ -163,7 +163,7 @@ def chat_conversation(body: dict[str, Any]) -> Conversation:
             block = {
                 "type": "tool_result",
                 "tool_use_id": message.get("tool_call_id"),
-                "content": message.get("content"),
+                "content": _tool_text(message.get("content")),
             }
             if messages and messages[-1]["role"] == "user" and _all_results(messages[-1]):
                 messages[-1]["content"].append(block)
@@ -227,6 +227,14 @@ def function_output(response: dict[str, Any]) -> Any:
     if isinstance(value, dict) and len(value) == 1 and isinstance(next(iter(value.values())), str):
         return next(iter(value.values()))
     return value
+
+
+def _tool_text(content: Any) -> Any:
+    """A tool message's content as the model reads it: text parts (Qwen Code sends a list of
+    them) are their text."""
+    if isinstance(content, list) and all(_is(part, "text") for part in content):
+        return "".join(part.get("text", "") for part in content)
+    return content
 
 
 def _text_blocks(content: Any) -> list[dict[str, Any]]:
