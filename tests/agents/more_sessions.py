@@ -1,11 +1,13 @@
-"""Genuine sessions of Gemini CLI, Qwen Code, pi and Copilot CLI, written by the agents.
+"""Genuine sessions of Gemini CLI, Qwen Code, pi, Copilot CLI, OpenCode and Cline, written by
+the agents themselves.
 
 As for Claude Code and Codex (``sessions.py``), the scripted model works like a busy session:
 each round it calls a shell twice (long outputs) and reads a file, in parallel; the agent runs
 the tools and asks again. A first run does ``Workload.turns`` rounds; where the agent compacts on
 request in a headless run (Copilot's ``/compact``), it then compacts; a resumed run does
 ``Workload.turns_after`` more rounds, more tool-result turns than micro keeps whole, after the
-checkpoint that a resume writes (Gemini CLI's ``$set`` of every message).
+checkpoint that a resume writes (Gemini CLI's ``$set`` of every message). Cline resumes only
+over ACP, so its one run does every round.
 
     session = make_session("pi", tmp_path / "pi", Workload(turns=2, turns_after=4))
 """
@@ -15,8 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from agents.cline import ClineHome, run_cline
 from agents.copilot import CopilotHome, run_copilot
 from agents.gemini import GeminiHome, run_gemini
+from agents.opencode import OpenCodeHome, run_opencode
 from agents.pi import PiHome, run_pi
 from agents.process import AgentRun
 from agents.qwen import QwenHome, run_qwen
@@ -31,6 +35,7 @@ COMPACTION_PHRASES = {
     "qwen-code": "<state_snapshot>",
     "pi": "The messages above are a conversation to summarize",
 }
+COMPACTION_PHRASES |= {"opencode": "summary of our conversation", "cline": "<summary>"}
 # The agents whose headless run compacts on request, and how it is asked for.
 COMPACT_PROMPTS = {"copilot-cli": "/compact"}
 
@@ -52,7 +57,13 @@ def calls(agent: str, turn: int, project: Path, workload: Workload) -> tuple[Too
     if agent == "pi":
         shell = [ToolCall("bash", {"command": c}) for c in commands]
         return (*shell, ToolCall("read", {"path": report, "limit": 40 + turn}))
+    if agent == "cline":
+        shell = [ToolCall("run_commands", {"commands": [c]}) for c in commands]
+        lines = {"start_line": 1, "end_line": 40 + turn}
+        return (*shell, ToolCall("read_files", {"files": [{"path": report, **lines}]}))
     shell = [ToolCall("bash", {"command": c, "description": f"step {turn}"}) for c in commands]
+    if agent == "opencode":
+        return (*shell, ToolCall("read", {"filePath": report, "limit": 40 + turn}))
     return (*shell, ToolCall("view", {"path": report, "view_range": [1, 40 + turn]}))
 
 
@@ -75,13 +86,14 @@ def make_session(agent: str, root: Path, workload: Workload) -> Session:
     prepare_project(project, workload)
     script = Script(compaction_phrase=COMPACTION_PHRASES[agent])
     with ModelServer(script) as server:
-        script.extend(rounds(agent, 0, workload.turns, project, workload))
+        first_rounds = workload.turns + (workload.turns_after if agent == "cline" else 0)
+        script.extend(rounds(agent, 0, first_rounds, project, workload))
         first = _run(agent, root, project, "Request 0: build, test and read the report.", server)
         session_id = first.session_id
         assert session_id is not None, first
         if workload.compact and agent in COMPACT_PROMPTS:
             _run(agent, root, project, COMPACT_PROMPTS[agent], server, session_id)
-        if workload.turns_after:
+        if workload.turns_after and agent != "cline":
             script.extend(rounds(agent, workload.turns, workload.turns_after, project, workload))
             prompt = "Request 1: build, test and read the report again."
             _run(agent, root, project, prompt, server, session_id)
@@ -105,6 +117,10 @@ def _run(
     if agent == "pi":
         session = Path(resume) if resume else None
         return run_pi(PiHome(root), project, prompt, server, session=session).check()
+    if agent == "opencode":
+        return run_opencode(OpenCodeHome(root), project, prompt, server, resume=resume).check()
+    if agent == "cline":
+        return run_cline(ClineHome(root), project, prompt, server).check()
     return run_copilot(CopilotHome(root), project, prompt, server, resume=resume).check()
 
 
@@ -125,4 +141,8 @@ def session_path(agent: str, root: Path, project: Path, session_id: str) -> Path
         return QwenHome(root).session_file(project, session_id)
     if agent == "pi":
         return Path(session_id)
+    if agent == "opencode":
+        return OpenCodeHome(root).database
+    if agent == "cline":
+        return ClineHome(root).session_file(session_id)
     return CopilotHome(root).session_file(session_id)
