@@ -3,21 +3,22 @@
 ctxpack cannot shrink OpenCode's sessions yet (a SQLite store does not fit the line-by-line
 session framework; docs/sessions.md, "OpenCode"). These tests hold what a format for it will
 rely on: a session OpenCode writes here (rounds of parallel tool calls with long outputs, a first
-run and a resumed one), exported, imported into a fresh home and resumed, sends every tool output
-the store holds, pair by pair; with its older outputs rewritten in ``part.data`` (one transaction,
-OpenCode not running) it sends exactly those markers, the newest turns whole, and less.
+run and a resumed one), its database copied into a fresh home (SQLite's online backup) and
+resumed, sends every tool output the store holds, pair by pair; with its older outputs rewritten
+in ``part.data`` (one transaction, OpenCode not running) it sends exactly those markers, the
+newest turns whole, and less; and the store put back from its backup exports byte for byte as
+the original did.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from agents.checks import assert_newest_whole
 from agents.conversation import Conversation, chat_conversation
 from agents.more_sessions import make_session
-from agents.opencode import OpenCodeHome, export, import_session, run_opencode
+from agents.opencode import OpenCodeHome, copy_store, export, run_opencode
 from agents.script import Script
 from agents.server import ModelServer
 from agents.sessions import RESUME_PROMPT, Session, Workload
@@ -38,18 +39,16 @@ def exported(session: Session, tmp_path_factory: pytest.TempPathFactory) -> Path
     return path
 
 
-def placed(session: Session, exported: Path, root: Path) -> OpenCodeHome:
-    """The exported session imported into a fresh home (its project folder copied too)."""
+def placed(session: Session, root: Path) -> OpenCodeHome:
+    """The session's store in a fresh home."""
     home = OpenCodeHome(root)
-    (root / "project").mkdir(parents=True)
-    with ModelServer(Script()) as server:
-        import_session(home, root / "project", exported, server)
+    copy_store(OpenCodeHome(session.root), home)
     return home
 
 
 def resumed(home: OpenCodeHome, session: Session) -> Conversation:
     with ModelServer(Script()) as server:
-        project = home.root / "project"
+        project = session.project  # where the session was made: OpenCode resumes it there
         run_opencode(home, project, RESUME_PROMPT, server, resume=session.session_id).check()
         return chat_conversation(server.turn_requests[-1].body)
 
@@ -58,10 +57,10 @@ def resumed(home: OpenCodeHome, session: Session) -> Conversation:
 def unchanged(
     session: Session, exported: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Conversation:
-    return resumed(placed(session, exported, tmp_path_factory.mktemp("unchanged")), session)
+    return resumed(placed(session, tmp_path_factory.mktemp("unchanged")), session)
 
 
-def test_an_imported_session_resumes_sending_every_output_the_store_holds(
+def test_a_placed_session_resumes_sending_every_output_the_store_holds(
     session: Session, unchanged: Conversation
 ) -> None:
     held = opencode_outputs(session.path, session.session_id)
@@ -71,18 +70,24 @@ def test_an_imported_session_resumes_sending_every_output_the_store_holds(
     assert unchanged.user_texts()[-1] == RESUME_PROMPT
 
 
-def test_export_is_the_same_session_after_an_import(
+def test_a_store_put_back_from_its_backup_exports_as_the_original(
     session: Session, exported: Path, tmp_path: Path
 ) -> None:
-    home = placed(session, exported, tmp_path)
-    again = json.loads(export(home, tmp_path / "project", session.session_id, tmp_path / "again"))
-    assert again["messages"] == json.loads(exported.read_bytes())["messages"]
+    home = placed(session, tmp_path / "changed")
+    backup = OpenCodeHome(tmp_path / "backup")
+    copy_store(home, backup)
+    assert shrink_opencode(home.database, session.session_id)
+    changed = export(home, session.project, session.session_id, tmp_path / "changed.json")
+    assert changed != exported.read_bytes()
+    copy_store(backup, home)
+    again = export(home, session.project, session.session_id, tmp_path / "again.json")
+    assert again == exported.read_bytes()
 
 
 def test_outputs_rewritten_in_the_store_are_what_it_sends(
     session: Session, exported: Path, unchanged: Conversation, tmp_path: Path
 ) -> None:
-    home = placed(session, exported, tmp_path)
+    home = placed(session, tmp_path)
     markers = shrink_opencode(home.database, session.session_id)
     assert markers
     after = resumed(home, session)
