@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from agents.claude import reported_session_id
 from agents.process import AgentRun, agent_bin, run_agent
 from agents.server import ModelServer
 
@@ -69,13 +70,7 @@ def run_gemini(
         "GEMINI_CLI_TRUST_WORKSPACE": "true",
     }
     done = run_agent(command, cwd, env, timeout)
-    return AgentRun(command, done.returncode, done.stdout, done.stderr, _session_id(done.stdout))
-
-
-def _session_id(stdout: str) -> str | None:
-    """``-o json`` prints one object naming the session."""
-    try:
-        result = json.loads(stdout)
-    except ValueError:
-        return None
-    return result.get("session_id") if isinstance(result, dict) else None
+    # ``-o json`` prints one result object naming the session, as Claude Code's does
+    return AgentRun(
+        command, done.returncode, done.stdout, done.stderr, reported_session_id(done.stdout)
+    )
