@@ -209,3 +209,45 @@ def test_sessions_finds_each_agents_sessions_under_its_own_home(tmp_path: Path) 
     assert copilot["id"] == "c1774c1c-e64a-4454-b00d-528f456ff7e8"
     only = invoke("sessions", "--json", "--agent", "pi", env=env)
     assert [json.loads(line)["agent"] for line in only.stdout.splitlines()] == ["pi"]
+
+
+# --- Gemini CLI's log of one mutable record ------------------------------------------------------
+
+
+def gemini_view(data: bytes) -> list[dict[str, Any]]:
+    import io
+
+    from compactor_core.agents.session import index_session, load_view
+
+    handle = io.BytesIO(data)
+    session = index_session(handle, registry.get("gemini-cli"), "s")
+    return load_view(handle, session)
+
+
+def test_gemini_a_rewind_drops_its_message_and_every_later_one() -> None:
+    data = (FIXTURES / "gemini-cli.jsonl").read_bytes()
+    records = [json.loads(line) for line in data.splitlines()]
+    request = next(
+        r["id"]
+        for r in reversed(records)
+        if r.get("type") == "user" and r["content"][0].get("text", "").startswith("Request 1")
+    )
+    before = gemini_view(data)
+    after = gemini_view(data + json.dumps({"$rewindTo": request}).encode() + b"\n")
+    texts = [b.get("text") for m in before for b in m["content"] if b.get("type") == "text"]
+    cut = next(n for n, m in enumerate(before) if "Request 1" in json.dumps(m))
+    assert "Request 1: build, test and read the report again." in texts
+    assert after == before[:cut]
+    gone = gemini_view(data + b'{"$rewindTo":"no-such-message"}\n')
+    assert gone == []  # as Gemini CLI: a rewind to an unknown message clears them all
+
+
+def test_gemini_the_last_record_of_an_id_wins_in_the_place_of_its_first() -> None:
+    data = (FIXTURES / "gemini-cli.jsonl").read_bytes()
+    records = [json.loads(line) for line in data.splitlines()]
+    first = next(r for r in records if r.get("type") == "gemini" and r.get("content"))
+    again = {**first, "content": "Rewritten answer.", "toolCalls": []}
+    view = gemini_view(data + json.dumps(again).encode() + b"\n")
+    texts = [b.get("text") for m in view for b in m["content"] if b.get("type") == "text"]
+    assert "Rewritten answer." in texts
+    assert texts.index("Rewritten answer.") < len(texts) - 2  # where the message first came

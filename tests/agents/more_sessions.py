@@ -64,7 +64,9 @@ def calls(agent: str, turn: int, project: Path, workload: Workload) -> tuple[Too
     shell = [ToolCall("bash", {"command": c, "description": f"step {turn}"}) for c in commands]
     if agent == "opencode":
         return (*shell, ToolCall("read", {"filePath": report, "limit": 40 + turn}))
-    return (*shell, ToolCall("view", {"path": report, "view_range": [1, 40 + turn]}))
+    # Copilot's shell returns the first screen of a long output (the rest on request): the long
+    # output of its rounds is the report's view
+    return (*shell, ToolCall("view", {"path": report, "view_range": [1, 400 + turn]}))
 
 
 def rounds(agent: str, first: int, count: int, project: Path, workload: Workload) -> list[Reply]:
