@@ -48,7 +48,16 @@ tokenizer_option = click.option(
     "env CTXPACK_TOKENIZER].",
 )
 
-FORMATS = ("auto", "messages", "claude-code", "codex")  # compactor_core.session_files.registry's
+FORMATS = (  # compactor_core.session_files.registry's
+    "auto",
+    "messages",
+    "claude-code",
+    "codex",
+    "gemini-cli",
+    "qwen-code",
+    "pi",
+    "copilot-cli",
+)
 
 format_option = click.option(
     "--format",

@@ -33,7 +33,7 @@ NOT_AT_START_UP = (
     "compactor_core.providers.settings",
     "cli.agents",
     "cli.restore",
-    "cli.transform",
+    "cli.run",
     "cli.serve",
     "compactor_core.serve",
     "uvicorn",

@@ -11,6 +11,7 @@ work goes on after it, so that a session holds tool results on both sides of the
 
 from __future__ import annotations
 
+import json
 import shutil
 import uuid
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from helpers import CORPUS
 
 from agents.claude import ClaudeHome, run_claude
 from agents.codex import CodexHome, run_codex
+from agents.qwen import QwenHome
 from agents.script import Reply, Script, ToolCall
 from agents.server import ModelServer, tokens_by_size
 
@@ -57,7 +59,22 @@ class Session:
         shutil.copytree(self.project, project)
         if self.agent == "claude-code":  # the project folder's name follows the cwd
             path = _moved(path, ClaudeHome(root).project_dir(project))
+        if self.agent == "qwen-code":  # so do the folder's name and every record's cwd
+            path = _moved(path, QwenHome(root).chats(project))
+            _rewrite_cwd(path, self.project, project)
         return Session(self.agent, root, project, self.session_id, path)
+
+
+def _rewrite_cwd(path: Path, old: Path, new: Path) -> None:
+    """Qwen Code resumes a session only in the folder its records name (``cwd``)."""
+    lines = []
+    for line in path.read_bytes().splitlines(keepends=True):
+        record = json.loads(line)
+        if record.get("cwd") == str(old):
+            record["cwd"] = str(new)
+            line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        lines.append(line)
+    path.write_bytes(b"".join(lines))
 
 
 def _moved(path: Path, folder: Path) -> Path:
