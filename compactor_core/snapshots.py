@@ -114,9 +114,14 @@ class Snapshots(Protocol):
         """The folder or URL, as messages name it."""
 
     def save_original(
-        self, session_id: str, data: bytes, details: Details, source: Path | None = None
+        self,
+        session_id: str,
+        data: bytes,
+        details: Details,
+        source: Path | None = None,
+        kind: str = ORIGINAL,
     ) -> PurePath:
-        """Keep an input exactly as it was read."""
+        """Keep an input exactly as it was read (``kind`` REPLACED: what a restore replaced)."""
 
     def save_result(
         self,
@@ -200,10 +205,16 @@ class SnapshotStore:
     # --- saving ----------------------------------------------------------------------------------
 
     def save_original(
-        self, session_id: str, data: bytes, details: Details, source: Path | None = None
+        self,
+        session_id: str,
+        data: bytes,
+        details: Details,
+        source: Path | None = None,
+        kind: str = ORIGINAL,
     ) -> Path:
-        """Keep an input exactly as it was read (standard input, or a file not changed in place)."""
-        return self._save(session_id, ORIGINAL, [data], details, source)
+        """Keep an input exactly as it was read (standard input, a file not changed in place, a
+        session's rows in a database; ``kind`` REPLACED: what a restore replaced)."""
+        return self._save(session_id, kind, [data], details, source)
 
     def save_result(
         self,

@@ -251,9 +251,14 @@ class ObjectSnapshotStore:
         return self.directory
 
     def save_original(
-        self, session_id: str, data: bytes, details: Details, source: Path | None = None
+        self,
+        session_id: str,
+        data: bytes,
+        details: Details,
+        source: Path | None = None,
+        kind: str = ORIGINAL,
     ) -> PurePosixPath:
-        return self._save(session_id, ORIGINAL, data, details, source)
+        return self._save(session_id, kind, data, details, source)
 
     def save_result(
         self,
