@@ -10,6 +10,7 @@ other users cannot be looked at without privileges; their agents are seen by the
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from .. import defaults
@@ -34,10 +35,15 @@ def in_use(
 
 def writer_of(device: int, inode: int, proc: Path = Path("/proc")) -> int | None:
     """The id of another process that has the file open for writing, if any."""
+    return next(writers_of(device, inode, proc), None)
+
+
+def writers_of(device: int, inode: int, proc: Path = Path("/proc")) -> Iterator[int]:
+    """The ids of the other processes that have the file open for writing."""
     try:
         pids = [entry for entry in os.listdir(proc) if entry.isdigit()]
     except OSError:
-        return None
+        return
     me = os.getpid()
     for pid in pids:
         if int(pid) == me:
@@ -53,8 +59,8 @@ def writer_of(device: int, inode: int, proc: Path = Path("/proc")) -> int | None
             except OSError:
                 continue
             if (status.st_dev, status.st_ino) == (device, inode) and _writable(proc, pid, fd):
-                return int(pid)
-    return None
+                yield int(pid)
+                break
 
 
 def _writable(proc: Path, pid: str, fd: str) -> bool:
