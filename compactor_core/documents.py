@@ -1,10 +1,11 @@
-"""An input as ctxpack reads it: a conversation of messages, or an agent's session file.
+"""An input as ctxpack reads it: a conversation of messages, or an agent's session.
 
 ``open_document`` reads a source and tells which it is (SPEC §8.1: from the content, or as
-``--format`` says). Both kinds answer the same questions, so every command treats them alike:
+``--format`` says). Every kind answers the same questions, so every command treats them alike:
 their estimate, their breakdown, the ``Subject`` a command is decided on (``pipeline.decide``),
 and the bytes of the result, as a stream. A session file is indexed, never held whole; a
-conversation of messages is parsed in memory.
+conversation of messages is parsed in memory; a session an agent keeps in one JSON document or
+in a database (``StoreDocument``) is read whole, its records seen as a session file's lines.
 
 A JSON array (the commonest input, piped on every agent turn) is told without looking for an
 agent's format at all: the session machinery is imported only for a file that may be one.
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
     from .session_files.base import AgentFormat
     from .session_files.compact import SessionSubject
     from .session_files.index import SessionIndex
-    from .settings import Job
+    from .session_files.stores import SessionStore
+    from .settings import Job, RunSettings, SessionRules
     from .snapshots import Details
 
 MESSAGES, AUTO = defaults.MESSAGES_FORMAT, defaults.AUTO_FORMAT
@@ -43,6 +45,15 @@ class _Read:
     path: str | None = None  # the real file, symbolic links resolved
     status: os.stat_result | None = None  # its status when it was opened
     version: str = ""  # which version of the input it is (an object's ETag), if known
+    rewrites_itself = False  # changed in place by itself (a database), not replaced by a file
+
+    def busy(self, rules: SessionRules) -> str | None:
+        """Why its agent is using it now, by the agent's own signs (beyond the file's)."""
+        return None
+
+    def write_in_place(self, subject: Subject, tokens: int | None, run: RunSettings) -> str | None:
+        """Change itself in place (where ``rewrites_itself``); a warning line, if any."""
+        raise NotImplementedError(f"{type(self).__name__} is replaced, it does not rewrite itself")
 
 
 class MessagesDocument(_Read):
@@ -177,6 +188,54 @@ class SessionDocument(_Read):
         return self.format.after_replace(path)
 
 
+class StoreDocument(SessionDocument):
+    """A session kept in one JSON document (Cline) or in a database (OpenCode).
+
+    Its store reads the session's records, and they are indexed as the lines of a session file
+    held in memory, so every command does to it what it does to a session file. The result goes
+    back through the store: a document is written anew (and replaced as any file is); a
+    database changes itself in one transaction (``write_in_place``).
+    """
+
+    def __init__(self, store: SessionStore, agent_format: AgentFormat, label: str) -> None:
+        super().__init__(store.lines(), agent_format, label)
+        self.store = store
+
+    @property
+    def rewrites_itself(self) -> bool:  # type: ignore[override]
+        return self.store.rewrites_itself
+
+    @property
+    def guarded(self) -> bool:  # type: ignore[override]
+        """A document is guarded as any session file; a database by its own rules (``busy``):
+        its file's idle time is any session's, and another ctxpack may hold it a moment."""
+        return not self.store.rewrites_itself
+
+    def result_chunks(self, subject: Subject, pretty: bool = False) -> Iterator[bytes]:
+        return self.store.result(self._result(subject))
+
+    def input_chunks(self) -> Iterator[bytes]:
+        return self.store.original()
+
+    def write_in_place(self, subject: Subject, tokens: int | None, run: RunSettings) -> str | None:
+        """Change the store itself, its original kept first; a warning line, if any."""
+        from .session_files.stores import Keeping
+
+        writing = run.writing
+        keeping = Keeping(writing.snapshots, self.details(tokens), writing.backup_suffix)
+        return self.store.write_in_place(self._result(subject), keeping)
+
+    def busy(self, rules: SessionRules) -> str | None:
+        return self.store.busy(rules)
+
+    def _result(self, subject: Subject):  # -> stores.Result
+        from .session_files.compact import SessionSubject
+        from .session_files.stores import rewritten
+
+        assert isinstance(subject, SessionSubject)
+        return rewritten(self.handle, subject.index, subject.rewrite(), self.store.records)
+
+
 Document = MessagesDocument | SessionDocument
 
 
@@ -188,7 +247,8 @@ def open_document(source: Source, format_name: str = AUTO) -> Iterator[Document]
     status when it was opened (``status``): what a rewrite in place checks against.
     """
     with source.open() as handle:
-        document = _read(handle, source.label, format_name)
+        session = source.session if isinstance(source, LocalFile) else None
+        document = _read(handle, source.label, format_name, session)
         if isinstance(source, LocalFile):
             document.path = handle.name
             document.status = status = os.fstat(handle.fileno())
@@ -203,11 +263,14 @@ def file_version(status: os.stat_result) -> str:
     return f"{status.st_size}-{status.st_mtime_ns}"
 
 
-def _read(handle: BinaryIO, label: str, format_name: str) -> Document:
+def _read(handle: BinaryIO, label: str, format_name: str, session: str | None) -> Document:
     if format_name == MESSAGES or (format_name == AUTO and _is_an_array(handle)):
         return MessagesDocument(handle.read(), label)
-    from .session_files.registry import detect
+    from .session_files.registry import detect, detect_stored
 
+    stored = detect_stored(handle, format_name, label)
+    if stored is not None:
+        return StoreDocument(stored.open_store(handle, label, session), stored, label)
     agent_format = detect(handle, format_name, label)
     if agent_format is None:
         return MessagesDocument(handle.read(), label)

@@ -25,7 +25,7 @@ from .atomic import remove_stale_temp_files
 from .destinations import Destination, InPlace, ToFile, ToObject
 from .errors import IsADirectory, OutputError
 from .process import Target
-from .sources import LocalFile, RemoteObject
+from .sources import LocalFile, RemoteObject, is_database_file, local_file, session_name
 from .urls import is_url, join
 
 DEFAULT_GLOBS = ("*.json", "*.jsonl")
@@ -80,8 +80,22 @@ def _local_targets(listing: Listing) -> list[Target]:
             if output_dir is not None:
                 _claim(claimed, os.path.realpath(output_dir / relative), str(file), real)
                 destination = ToFile(output_dir / relative, mirror=True)
-            targets.append(Target(LocalFile(file, str(file)), destination))
+            targets.extend(Target(source, destination) for source in _sources(file))
     return targets
+
+
+def _sources(file: Path) -> list[LocalFile]:
+    """The inputs a file is: itself, or each session of a database (``FILE#SESSION``), or the
+    session a name of that shape names."""
+    if not is_database_file(file):
+        named = local_file(str(file))
+        return [named if named.session is not None else LocalFile(file, str(file))]
+    from .session_files.registry import stored_sessions
+
+    sessions = stored_sessions(file)
+    if not sessions:
+        return [LocalFile(file, str(file))]  # refused when it is read: no sessions ctxpack knows
+    return [LocalFile(file, session_name(file, session), session) for session in sessions]
 
 
 def _walk(root: Path, globs: Sequence[str], skipped: set[str]) -> list[tuple[Path, Path]]:

@@ -129,9 +129,12 @@ class Compaction:
 class SessionFile:
     """A session found on this machine (``ctxpack sessions``)."""
 
-    path: Path
+    path: Path  # the input that names it: its file, or ``FILE#SESSION`` in a database
     session_id: str
     project: str  # where the agent ran (a folder), as well as it can be told
+    held_in: Path | None = None  # the file holding it among others (a database)
+    size: int | None = None  # its bytes, when they are not its file's
+    mtime: float | None = None  # its last change, when it is not its file's
 
 
 @dataclass

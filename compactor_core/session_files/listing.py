@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CtxpackError
-from ..sources import LocalFile
+from ..sources import local_file
 from .base import AgentFormat
 from .in_use import in_use
-from .index import index_session
 
 
 @dataclass(frozen=True)
@@ -40,9 +39,10 @@ def list_sessions(
     entries = []
     for agent_format, home in homes:
         for found in agent_format.session_files(home):
+            file = found.held_in or found.path
             try:
-                status = os.stat(found.path)
-                reason = in_use(found.path, now, min_idle, proc)
+                status = os.stat(file)
+                reason = in_use(file, now, min_idle, proc)
             except OSError:
                 continue  # gone since it was listed
             entries.append(
@@ -51,8 +51,8 @@ def list_sessions(
                     found.session_id,
                     found.project,
                     found.path,
-                    status.st_size,
-                    status.st_mtime,
+                    status.st_size if found.size is None else found.size,
+                    status.st_mtime if found.mtime is None else found.mtime,
                     _tokens(agent_format, found.path),
                     reason,
                 )
@@ -61,8 +61,10 @@ def list_sessions(
 
 
 def _tokens(agent_format: AgentFormat, path: Path) -> int | None:
+    from ..documents import open_document  # a stored session is read as every input is
+
     try:
-        with LocalFile(path, str(path)).open() as handle:
-            return index_session(handle, agent_format, str(path)).tokens
+        with open_document(local_file(str(path)), agent_format.name) as document:
+            return document.tokens()
     except (OSError, CtxpackError):
         return None

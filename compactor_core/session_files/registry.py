@@ -1,20 +1,28 @@
 """The one table of agent formats, and detection from a file's first records (SPEC §8.1).
 
 A new agent: write its module (an ``AgentFormat`` subclass) and add one line to ``_MODULES``.
+A format whose sessions are one JSON document or rows of a database (``stores.StoredFormat``)
+is told from the document it is, or from the tables of the database.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
+
+import orjson
 
 from .. import defaults
 from ..errors import InputError
+from ..formats import UTF8_BOM
 from .records import lines, parse_fast
 
 if TYPE_CHECKING:  # the formats' base class is imported with the first format module
     from .base import AgentFormat
+    from .stores import StoredFormat
 
 # --format value -> "module:class"; modules are imported only when a file needs them.
 _MODULES = {
@@ -29,6 +37,9 @@ MESSAGES = defaults.MESSAGES_FORMAT
 AUTO = defaults.AUTO_FORMAT
 FORMAT_NAMES = (MESSAGES, *_MODULES)
 SNIFF_RECORDS = 20  # how many of the first records detection looks at
+_SNIFF_BYTES = 4096
+# A session document names its session near its start; a request envelope does not.
+_DOCUMENT_HINT = b'"sessionId"'
 
 
 @cache
@@ -83,6 +94,98 @@ def detect(handle: BinaryIO, requested: str, source: str) -> AgentFormat | None:
     if len(head) > 1 and not _could_be_messages(head[0]):  # one object: the core says why
         raise not_a_session(source)
     return None
+
+
+def detect_stored(handle: BinaryIO, requested: str, source: str) -> StoredFormat | None:
+    """The format of a session kept in one JSON document or a database, or None.
+
+    With ``auto``: a SQLite database is one of a database format's (or refused), a JSON
+    document that one of the document formats claims is that format's; anything else is for
+    the JSONL formats and the messages to tell.
+    """
+    from .stores import DOCUMENT, StoredFormat, is_database
+
+    if requested == MESSAGES:
+        return None
+    if requested != AUTO:
+        chosen = get(requested)
+        return chosen if isinstance(chosen, StoredFormat) else None
+    if is_database(handle):
+        name = getattr(handle, "name", None)
+        found = _database_format(Path(name)) if isinstance(name, str) else None
+        if found is None:
+            raise not_a_session(source)
+        return found[0]
+    value = _one_document(handle)
+    if value is None:
+        return None
+    documents = [
+        f for f in agent_formats() if isinstance(f, StoredFormat) and f.kept_as == DOCUMENT
+    ]
+    return next((f for f in documents if f.claims_document(value)), None)
+
+
+def stored_sessions(path: Path) -> list[str] | None:
+    """The sessions of a database file a format knows, oldest first; None for any other file
+    (a batch does each session of a database as an input of its own)."""
+    found = _database_format(path)
+    return found[1] if found else None
+
+
+def database_of(name: str) -> tuple[StoredFormat, Path, str | None] | None:
+    """For a database of sessions (or ``FILE#SESSION``, one of them): its format, its file
+    and the session named (None: the database itself); None for any other name."""
+    from ..sources import local_file
+
+    source = local_file(name)
+    path = Path(source.path)
+    found = _database_format(path)
+    return (found[0], path, source.session) if found else None
+
+
+def _database_format(path: Path) -> tuple[StoredFormat, list[str]] | None:
+    """The database format whose sessions the file holds, and those sessions."""
+    from ..sources import is_database_file
+    from .stores import DATABASE, StoredFormat
+
+    if not is_database_file(path):
+        return None
+    for agent_format in agent_formats():
+        if isinstance(agent_format, StoredFormat) and agent_format.kept_as == DATABASE:
+            sessions = agent_format.sessions_in(path)
+            if sessions:
+                return agent_format, sessions
+    return None
+
+
+def each_session(names: Sequence[str]) -> list[str]:
+    """The inputs the names stand for: a database of sessions stands for each of them
+    (``FILE#SESSION``), any other name for itself."""
+    from ..sources import session_name
+
+    inputs: list[str] = []
+    for name in names:
+        sessions = stored_sessions(Path(name))
+        inputs.extend([session_name(name, s) for s in sessions] if sessions else [name])
+    return inputs
+
+
+def _one_document(handle: BinaryIO) -> Any:
+    """The input parsed as one JSON object, when it looks like a session document: an object
+    laid out over many lines (its first line is its opening brace, unlike a JSONL file's),
+    naming its session near its start; None otherwise."""
+    head = handle.read(_SNIFF_BYTES).removeprefix(UTF8_BOM)
+    handle.seek(0)
+    first_line = head.lstrip().split(b"\n", 1)[0].strip()
+    if first_line != b"{" or _DOCUMENT_HINT not in head:
+        return None
+    data = handle.read().removeprefix(UTF8_BOM)
+    handle.seek(0)
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _first_records(handle: BinaryIO) -> list[Any]:

@@ -1,0 +1,321 @@
+"""A session kept as rows of a SQLite database (OpenCode's ``opencode.db``), through ``sqlite3``.
+
+Decisions (also in the README):
+- **Reading**: a read-only connection, the session's rows read in one read transaction; every
+  table that names the session (``DatabaseStore.tables``) is read, nothing else.
+- **In use**: a process of the agent holding the database (or its ``-wal``) open, or the
+  session changed within ``--min-idle`` (its rows' own times: the file's would be any
+  session's): skipped, exit 75, unless ``--force``. Another ctxpack holding it is no reason.
+- **Writing**: one transaction, ``BEGIN IMMEDIATE`` (a write lock another holds for more than
+  ``LOCK_WAIT`` seconds: in use, exit 75, nothing changed). In it the session's rows are read
+  again: if the agent changed them since they were read, nothing changes (exit 75); otherwise
+  they are kept in the snapshot store, then changed (only the rows that differ), then committed.
+  A failure before the commit leaves the database as it was.
+- **The original**: the session's rows, one JSON line each (``{"table", "row"}``), taken inside
+  that transaction, so they are exactly what was replaced. A copy of the whole database, as
+  SQLite's online backup makes, would hold every other session too, once per session changed;
+  that copy is what ``--backup SUFFIX`` makes (``opencode.db`` + SUFFIX, before the change).
+- **Restore** puts one session back: in one transaction its rows are deleted and the kept ones
+  inserted (the session's rows as they were are kept first, as ``replaced``); rows of other
+  sessions are neither read nor written, so their later changes stay.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import orjson
+
+from ..errors import InputError, InputUnreadable, OutputError, SessionInUse
+from ..formats import dumps
+from ..sources import session_name
+from .base import Record
+from .in_use import writers_of
+from .stores import Keeping, Result, SessionStore
+
+if TYPE_CHECKING:
+    from ..restore import Choice, Done
+    from ..settings import SessionRules
+    from ..snapshots import Snapshot, SnapshotStore
+
+LOCK_WAIT = 2.0  # seconds to wait for the write lock (another ctxpack may hold it a moment)
+Rows = dict[str, list[dict[str, Any]]]  # table -> the session's rows, as column -> value
+
+
+class DatabaseStore(SessionStore):
+    """One session of a database: its rows and records, and the transaction that changes it.
+
+    A subclass names the ``tables`` holding the session and turns rows into records
+    (``records_of``) and a result into changes (``apply``).
+    """
+
+    rewrites_itself = True
+    # (table, the column naming the session), parents first: restore deletes children first
+    tables: ClassVar[tuple[tuple[str, str], ...]]
+    agent_program: ClassVar[bytes]  # in the command line of the agent's processes
+
+    def __init__(self, path: Path, session: str, label: str) -> None:
+        self.path = path
+        self.session = session
+        self.label = label
+        with _reading(self.path, label) as connection:
+            rows = session_rows(connection, self.tables, session)
+        if not any(rows.values()):
+            raise InputUnreadable(f"{label}: no session {session!r} in the database")
+        self.kept = encode_rows(rows)
+        self.records = self.records_of(rows)
+        self.changed_at = self.last_change(rows)
+
+    # --- what a subclass says ---
+
+    def records_of(self, rows: Rows) -> list[Record]:
+        raise NotImplementedError
+
+    def apply(self, connection: sqlite3.Connection, result: Result) -> None:
+        raise NotImplementedError
+
+    def last_change(self, rows: Rows) -> float | None:
+        """When the session last changed (seconds since the epoch), if its rows say."""
+        return None
+
+    # --- the store ---
+
+    def write_in_place(self, result: Result, keeping: Keeping) -> str | None:
+        with transaction(self.path, self.label) as connection:
+            now = encode_rows(session_rows(connection, self.tables, self.session))
+            if now != self.kept:
+                raise SessionInUse(
+                    f"{self.label}: changed while being compacted (its agent wrote to it), "
+                    "left as is"
+                )
+            if keeping.backup_suffix:
+                _backup(connection, Path(f"{self.path}{keeping.backup_suffix}"))
+            if keeping.snapshots is not None:
+                keeping.snapshots.save_original(
+                    snapshot_id(self.path, self.session), now, keeping.details, self.path
+                )
+            self.apply(connection, result)
+        return None
+
+    def busy(self, rules: SessionRules) -> str | None:
+        pid = agent_holding(self.path, self.agent_program, Path(rules.proc))
+        if pid is not None:
+            return f"process {pid} of the agent has the database open"
+        if self.changed_at is not None:
+            idle = rules.time().timestamp() - self.changed_at
+            if idle < rules.min_idle:
+                return f"changed {max(idle, 0):.0f}s ago, less than --min-idle {rules.min_idle:g}s"
+        return None
+
+
+# --- connections ---------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _reading(path: Path, label: str) -> Iterator[sqlite3.Connection]:
+    try:
+        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=LOCK_WAIT)
+    except sqlite3.Error as error:
+        raise InputUnreadable(f"{label}: cannot read the database: {error}") from None
+    try:
+        connection.execute("BEGIN")  # one read transaction: every row from one moment
+        yield connection
+    except sqlite3.DatabaseError as error:
+        raise InputError(f"{label}: cannot read the database: {error}", label) from None
+    finally:
+        connection.close()
+
+
+@contextlib.contextmanager
+def transaction(path: Path, label: str) -> Iterator[sqlite3.Connection]:
+    """A write transaction on the database, committed if the block ends well."""
+    try:
+        connection = sqlite3.connect(path, timeout=LOCK_WAIT, isolation_level=None)
+    except sqlite3.Error as error:
+        raise OutputError(f"{label}: cannot write the database: {error}") from None
+    try:
+        connection.execute("PRAGMA foreign_keys = OFF")  # a row put back never cascades
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            raise SessionInUse(
+                f"{label}: in use by its agent (the database is locked: {error}), left as is"
+            ) from None
+        try:
+            yield connection
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+    except sqlite3.Error as error:
+        raise OutputError(f"{label}: cannot write the database: {error}") from None
+    finally:
+        connection.close()
+
+
+def session_rows(
+    connection: sqlite3.Connection, tables: Sequence[tuple[str, str]], session: str
+) -> Rows:
+    """Every row of each table that names the session, in the order of their rowids."""
+    rows: Rows = {}
+    for table, column in tables:
+        cursor = connection.execute(
+            f'SELECT * FROM "{table}" WHERE "{column}" = ? ORDER BY rowid', (session,)
+        )
+        names = [description[0] for description in cursor.description]
+        rows[table] = [dict(zip(names, row, strict=True)) for row in cursor]
+    return rows
+
+
+def encode_rows(rows: Rows) -> bytes:
+    """The rows as JSONL, ``{"table", "row"}`` a line (a blob as ``{"$blob": base64}``)."""
+    return b"".join(
+        dumps({"table": table, "row": {key: _plain(value) for key, value in row.items()}}) + b"\n"
+        for table, found in rows.items()
+        for row in found
+    )
+
+
+def decode_rows(data: bytes, label: str) -> Rows:
+    rows: Rows = {}
+    for number, line in enumerate(data.splitlines(), start=1):
+        try:
+            entry = orjson.loads(line)
+            table, row = entry["table"], entry["row"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            raise InputError(f"{label}: line {number}: not a row of a session") from None
+        rows.setdefault(table, []).append({key: _value(v) for key, v in row.items()})
+    return rows
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return {"$blob": base64.b64encode(value).decode("ascii")}
+    return value
+
+
+def _value(value: Any) -> Any:
+    if isinstance(value, dict) and set(value) == {"$blob"}:
+        return base64.b64decode(value["$blob"])
+    return value
+
+
+def put_back(
+    connection: sqlite3.Connection,
+    tables: Sequence[tuple[str, str]],
+    session: str,
+    rows: Rows,
+) -> None:
+    """Replace the session's rows by ``rows`` (children deleted first, parents inserted first)."""
+    for table, column in reversed(tables):
+        connection.execute(f'DELETE FROM "{table}" WHERE "{column}" = ?', (session,))
+    for table, _ in tables:
+        for row in rows.get(table, ()):
+            insert(connection, table, row)
+
+
+def insert(connection: sqlite3.Connection, table: str, row: dict[str, Any]) -> None:
+    columns = ", ".join(f'"{name}"' for name in row)
+    places = ", ".join("?" for _ in row)
+    connection.execute(f'INSERT INTO "{table}" ({columns}) VALUES ({places})', tuple(row.values()))
+
+
+def _backup(connection: sqlite3.Connection, target: Path) -> None:
+    """``--backup``: the whole database, as it is before the change, by SQLite's online backup."""
+    temp = target.with_name(f".{target.name}.{os.getpid()}.ctxpack-tmp")
+    try:
+        with contextlib.closing(sqlite3.connect(temp)) as copy:
+            connection.backup(copy)
+        os.replace(temp, target)
+    except (OSError, sqlite3.Error) as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise OutputError(f"{target}: cannot write backup: {error}") from None
+
+
+# --- who holds it --------------------------------------------------------------------------------
+
+
+def agent_holding(path: Path, program: bytes, proc: Path) -> int | None:
+    """A process of the agent (``program`` in its command line) that has the database or its
+    write-ahead log open for writing; another ctxpack holding it a moment does not count."""
+    for name in (path, Path(f"{path}-wal")):
+        try:
+            status = os.stat(name)
+        except OSError:
+            continue
+        for pid in writers_of(status.st_dev, status.st_ino, proc):
+            try:
+                command = (proc / str(pid) / "cmdline").read_bytes().lower()
+            except OSError:
+                continue
+            if program in command:
+                return pid
+    return None
+
+
+# --- snapshots and restore -----------------------------------------------------------------------
+
+
+def snapshot_id(path: Path, session: str) -> str:
+    """The snapshots' session id of one session of a database: the session's own id and a short
+    hash of the database's real path and that id."""
+    from ..snapshots import check_session_id
+
+    where = f"{os.path.realpath(path)}#{session}".encode()
+    digest = hashlib.sha256(where).hexdigest()[:8]
+    cleaned = "".join(c if c.isalnum() or c in "._:@+-" else "-" for c in session)[:119]
+    return check_session_id(f"{cleaned.lstrip('.') or 'session'}-{digest}")
+
+
+def kept_sessions(snapshots: SnapshotStore, path: Path) -> list[str]:
+    """The sessions of the database that have snapshots, in the order of their ids."""
+    real = os.path.realpath(path)
+    return sorted(
+        {
+            snapshot.session_id.rpartition("-")[0]
+            for snapshot in snapshots.select()
+            if snapshot.source == real and snapshot.session_id.rpartition("-")[0]
+        }
+    )
+
+
+def restore_session(
+    snapshots: SnapshotStore,
+    path: Path,
+    session: str,
+    store: type[DatabaseStore],
+    choice: Choice,
+    dry_run: bool = False,
+) -> tuple[Done, Snapshot]:
+    """Put one session of the database back as a snapshot kept it; its rows as they are now
+    are kept first (``replaced``). Nothing but that session's rows changes."""
+    from ..restore import choose
+    from ..snapshots import REPLACED, Details
+
+    label = session_name(path, session)
+    snapshot = choose(snapshots.select(snapshot_id(path, session)), choice, label)
+    data = snapshot.read()  # checked against its hash: a damaged snapshot is never put back
+    rows = decode_rows(data, str(snapshot.path))
+    pid = agent_holding(path, store.agent_program, Path("/proc"))
+    if pid is not None and not dry_run:
+        raise SessionInUse(
+            f"{label}: in use by its agent (process {pid} has the database open), left as is"
+        )
+    with transaction(path, label) as connection:
+        now = encode_rows(session_rows(connection, store.tables, session))
+        if now == data:
+            return "unchanged", snapshot
+        if dry_run:
+            return "would restore", snapshot
+        details = Details(snapshot.shape or "jsonl")
+        snapshots.save_original(snapshot_id(path, session), now, details, path, REPLACED)
+        put_back(connection, store.tables, session, rows)
+    return "restored", snapshot
