@@ -164,6 +164,12 @@ class InPlace:
                 raise SessionInUse(
                     f"{document.label}: in use by its agent ({reason}): skipped, see --force"
                 )
+        if not run.writing.dry_run and not rules.force:
+            busy = document.busy(rules)  # the agent's own signs: Cline's status, OpenCode's
+            if busy:
+                raise SessionInUse(
+                    f"{document.label}: in use by its agent ({busy}): skipped, see --force"
+                )
 
     def write(
         self, document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool
@@ -172,6 +178,8 @@ class InPlace:
             return NOTHING_WRITTEN
         if document.path is None:
             return self._write_object(document, subject, outcome, run)
+        if document.rewrites_itself:  # a database: changed by one transaction, not a rename
+            return Written(warning=document.write_in_place(subject, outcome.tokens_before, run))
         return _replace_local(document, subject, outcome, run, sync)
 
     def _write_object(
