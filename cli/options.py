@@ -57,6 +57,7 @@ FORMATS = (  # compactor_core.session_files.registry's
     "qwen-code",
     "pi",
     "copilot-cli",
+    "cline",
 )
 
 format_option = click.option(

@@ -59,6 +59,7 @@ def test_detection_reads_content_not_names() -> None:
         "qwen-code",
         "pi",
         "copilot-cli",
+        "cline",
     )
 
 

@@ -32,6 +32,7 @@ _MODULES = {
     "qwen-code": "compactor_core.agents.qwen_code:QwenCode",
     "pi": "compactor_core.agents.pi:Pi",
     "copilot-cli": "compactor_core.agents.copilot_cli:CopilotCli",
+    "cline": "compactor_core.agents.cline:Cline",
 }
 MESSAGES = defaults.MESSAGES_FORMAT
 AUTO = defaults.AUTO_FORMAT
