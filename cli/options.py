@@ -58,6 +58,7 @@ FORMATS = (  # compactor_core.session_files.registry's
     "pi",
     "copilot-cli",
     "cline",
+    "opencode",
 )
 
 format_option = click.option(

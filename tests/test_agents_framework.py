@@ -60,6 +60,7 @@ def test_detection_reads_content_not_names() -> None:
         "pi",
         "copilot-cli",
         "cline",
+        "opencode",
     )
 
 

@@ -33,6 +33,7 @@ _MODULES = {
     "pi": "compactor_core.agents.pi:Pi",
     "copilot-cli": "compactor_core.agents.copilot_cli:CopilotCli",
     "cline": "compactor_core.agents.cline:Cline",
+    "opencode": "compactor_core.agents.opencode:OpenCode",
 }
 MESSAGES = defaults.MESSAGES_FORMAT
 AUTO = defaults.AUTO_FORMAT
