@@ -42,7 +42,7 @@ def check(files: tuple[str, ...], format_name: str, as_json: bool) -> None:
             io.write_stdout("".join(line + "\n" for line in _check_lines(report)).encode())
         return [ExitStatus.NOT_OVER] if report["problems"] else []
 
-    failures = for_each_input(files, check_one)
+    failures = for_each_input(io.each_session(files), check_one)
     if failures:
         sys.exit(combined(failures))
 
@@ -94,7 +94,7 @@ def _check_lines(report: dict[str, Any]) -> list[str]:
 )
 @click.option(
     "--agent",
-    type=click.Choice(["claude", "codex", "gemini", "qwen", "pi", "copilot"]),
+    type=click.Choice(["claude", "codex", "gemini", "qwen", "pi", "copilot", "cline", "opencode"]),
     help="Only this agent's sessions [default: every agent's].",
 )
 @click.option(

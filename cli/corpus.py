@@ -30,7 +30,7 @@ def expand(names: Sequence[str], globs: Sequence[str]) -> tuple[str, ...]:
 
 
 def _name(source: LocalFile | RemoteObject | Any) -> str:
-    return source.url if isinstance(source, RemoteObject) else str(source.path)
+    return source.url if isinstance(source, RemoteObject) else source.label
 
 
 def summarize(

@@ -27,22 +27,33 @@ def label(name: str) -> str:
 def input_names(files: tuple[str, ...]) -> tuple[str, ...]:
     """The inputs to read; standard input when none are named, unless it is a terminal."""
     if files:
-        return files
+        return each_session(files)
     if sys.stdin is None or sys.stdin.isatty():  # None: standard input is closed
         raise click.UsageError("no input: name a file, or pipe a conversation into standard input")
     return (STDIN,)
 
 
+def each_session(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The names, a database of sessions standing for each of them (``FILE#SESSION``)."""
+    from compactor_core.sources import is_database_file
+
+    if not any(is_database_file(name) for name in names if name != STDIN):
+        return names
+    from compactor_core.session_files.registry import each_session as sessions_of
+
+    return tuple(sessions_of(names))
+
+
 def source_of(name: str) -> Source:
     """Where the input ``name`` is: standard input (read now), a URL, or a local file."""
-    from compactor_core.sources import Given, LocalFile, RemoteObject
+    from compactor_core.sources import Given, RemoteObject, local_file
     from compactor_core.urls import is_url
 
     if name == STDIN:
         return Given(read_stdin(), "<stdin>")
     if is_url(name):
         return RemoteObject(name, name)
-    return LocalFile(name, name)
+    return local_file(name)  # a file, or one session of a database: FILE#SESSION
 
 
 def read_stdin() -> bytes:
