@@ -151,6 +151,9 @@ def _restore_files(
 
     failures: list[ExitStatus] = []
     for name in files:
+        if _database(name):  # its sessions' rows are put back, not a file
+            failures.extend(_restore_sessions(store, name, choice, dry_run))
+            continue
         try:
             snapshot = snapshot_of_file(store, Path(name), choice)
             done = restore_file(store, Path(name), snapshot, dry_run)
@@ -167,6 +170,52 @@ def _restore_files(
             _tell_the_agent(Path(name), snapshot.shape or "")
     if failures:
         sys.exit(combined(failures))
+
+
+def _database(name: str) -> bool:
+    from compactor_core.sources import is_database_file, local_file
+
+    return is_database_file(local_file(name).path)
+
+
+def _restore_sessions(
+    store: SnapshotStore, name: str, choice: Choice, dry_run: bool
+) -> list[ExitStatus]:
+    """``restore DB#SESSION``: that session put back; ``restore DB``: each session kept."""
+    from compactor_core.errors import UsageError
+    from compactor_core.session_files.database import kept_sessions, restore_session
+    from compactor_core.session_files.registry import database_of
+    from compactor_core.sources import session_name
+
+    failures: list[ExitStatus] = []
+    try:
+        found = database_of(name)
+        if found is None:
+            raise UsageError(f"{name}: a database of no agent ctxpack knows")
+        agent_format, path, session = found
+        sessions = [session] if session else kept_sessions(store, path)
+        if not sessions:
+            raise UsageError(f"{name}: no session of it has a snapshot in {store.location}")
+    except CtxpackError as error:
+        io.warn(io.error_line(error))
+        return [status_for(error)]
+    for each in sessions:
+        label = session_name(path, each)
+        try:
+            done, snapshot = restore_session(
+                store, path, each, agent_format.store_type, choice, dry_run
+            )
+        except CtxpackError as error:
+            io.warn(io.error_line(error))
+            failures.append(status_for(error))
+            continue
+        taken = f"the snapshot of {_when(snapshot)} ({snapshot.path})"
+        io.warn(
+            f"{label}: already as in {taken}"
+            if done == "unchanged"
+            else f"{label}: {done} from {taken}"
+        )
+    return failures
 
 
 def _tell_the_agent(path: Path, format_name: str) -> None:
