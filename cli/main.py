@@ -205,6 +205,7 @@ def estimate(
 
     counter = resolve.counter(tokenizer)
     bareagent = compat == "bareagent"
+    io.one_pass()
     io.set_directory_hint("add -r/--recursive")
     if listing["summary"]:
         from .corpus import summarize

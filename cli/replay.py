@@ -57,13 +57,7 @@ PROFILES = ("anthropic-5m", "anthropic-1h", "openai")  # compactor_core.pricing'
     metavar="SECONDS",
     help="How long a cached prefix lives unused [default: the pricing's].",
 )
-@click.option(
-    "--threshold",
-    type=click.IntRange(min=0),
-    default=defaults.THRESHOLD,
-    show_default=True,
-    help="auto's threshold: full compaction over this estimate.",
-)
+@options.threshold_option
 @options.policy_options
 @options.micro_options
 @options.compat_option
