@@ -176,8 +176,9 @@ def _one_document(handle: BinaryIO) -> Any:
     """The input parsed as one JSON object, when it looks like a session document: an object
     laid out over many lines (its first line is its opening brace, unlike a JSONL file's),
     naming its session near its start; None otherwise."""
-    head = handle.read(_SNIFF_BYTES).removeprefix(UTF8_BOM)
-    handle.seek(0)
+    from .stores import peek
+
+    head = peek(handle, _SNIFF_BYTES).removeprefix(UTF8_BOM)
     first_line = head.lstrip().split(b"\n", 1)[0].strip()
     if first_line != b"{" or _DOCUMENT_HINT not in head:
         return None

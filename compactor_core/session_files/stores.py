@@ -17,6 +17,7 @@ database itself stands for all of its sessions, each done and reported on its ow
 from __future__ import annotations
 
 import io
+import os
 from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -131,6 +132,15 @@ def rewritten(
 
 
 def is_database(handle: BinaryIO) -> bool:
-    start = handle.read(len(SQLITE_HEADER))
-    handle.seek(0)
-    return start == SQLITE_HEADER
+    return peek(handle, len(SQLITE_HEADER)) == SQLITE_HEADER
+
+
+def peek(handle: BinaryIO, size: int) -> bytes:
+    """The first ``size`` bytes, read beside the file's buffer where it has a descriptor (read
+    through it, then sought back, the whole read that follows would copy the file once more)."""
+    try:
+        return os.pread(handle.fileno(), size, 0)
+    except (AttributeError, OSError, io.UnsupportedOperation):  # in memory: no descriptor
+        start = handle.read(size)
+        handle.seek(0)
+        return start
