@@ -88,20 +88,27 @@ class DatabaseStore(SessionStore):
     # --- the store ---
 
     def write_in_place(self, result: Result, keeping: Keeping) -> str | None:
-        with transaction(self.path, self.label) as connection:
-            now = encode_rows(session_rows(connection, self.tables, self.session))
-            if now != self.kept:
-                raise SessionInUse(
-                    f"{self.label}: changed while being compacted (its agent wrote to it), "
-                    "left as is"
-                )
-            if keeping.backup_suffix:
-                _backup(connection, Path(f"{self.path}{keeping.backup_suffix}"))
-            if keeping.snapshots is not None:
-                keeping.snapshots.save_original(
-                    snapshot_id(self.path, self.session), now, keeping.details, self.path
-                )
-            self.apply(connection, result)
+        backup = Path(f"{self.path}{keeping.backup_suffix}") if keeping.backup_suffix else None
+        if backup is not None:
+            _backup(self.path, backup, self.label)
+        try:
+            with transaction(self.path, self.label) as connection:
+                now = encode_rows(session_rows(connection, self.tables, self.session))
+                if now != self.kept:
+                    raise SessionInUse(
+                        f"{self.label}: changed while being compacted (its agent wrote to it), "
+                        "left as is"
+                    )
+                if keeping.snapshots is not None:
+                    keeping.snapshots.save_original(
+                        snapshot_id(self.path, self.session), now, keeping.details, self.path
+                    )
+                self.apply(connection, result)
+        except BaseException:
+            if backup is not None:  # nothing was changed: the backup would be the database
+                with contextlib.suppress(OSError):
+                    os.unlink(backup)
+            raise
         return None
 
     def busy(self, rules: SessionRules) -> str | None:
@@ -227,12 +234,14 @@ def insert(connection: sqlite3.Connection, table: str, row: dict[str, Any]) -> N
     connection.execute(f'INSERT INTO "{table}" ({columns}) VALUES ({places})', tuple(row.values()))
 
 
-def _backup(connection: sqlite3.Connection, target: Path) -> None:
-    """``--backup``: the whole database, as it is before the change, by SQLite's online backup."""
+def _backup(path: Path, target: Path, label: str) -> None:
+    """``--backup``: the whole database, as it is before the change, by SQLite's online backup
+    (a consistent copy even while others write), written beside it and renamed into place."""
     temp = target.with_name(f".{target.name}.{os.getpid()}.ctxpack-tmp")
     try:
-        with contextlib.closing(sqlite3.connect(temp)) as copy:
-            connection.backup(copy)
+        with _reading(path, label) as source, contextlib.closing(sqlite3.connect(temp)) as copy:
+            source.execute("ROLLBACK")  # the backup makes its own read transactions
+            source.backup(copy)
         os.replace(temp, target)
     except (OSError, sqlite3.Error) as error:
         with contextlib.suppress(OSError):

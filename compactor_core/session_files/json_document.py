@@ -93,7 +93,8 @@ def read_document(data: bytes, key: str, label: str) -> Document:
         return _scan(text, bom, key)
     except json.JSONDecodeError as error:
         place = f"line {error.lineno}, column {error.colno}"
-        what = "the document ends early (torn?)" if error.pos >= len(text) else error.msg
+        torn = not text.rstrip().endswith("}")  # an agent killed while writing it
+        what = f"{error.msg}: the document ends early (torn?)" if torn else error.msg
         raise InputError(f"{label}: {place}: {what}", label, place) from None
     except _NotAnObject as error:
         raise InputError(f"{label}: {error}", label) from None

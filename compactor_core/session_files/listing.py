@@ -14,8 +14,8 @@ from pathlib import Path
 
 from ..errors import CtxpackError
 from ..sources import local_file
-from .base import AgentFormat
-from .in_use import in_use
+from .base import AgentFormat, SessionFile
+from .in_use import in_use, writer_of
 
 
 @dataclass(frozen=True)
@@ -42,9 +42,11 @@ def list_sessions(
             file = found.held_in or found.path
             try:
                 status = os.stat(file)
-                reason = in_use(file, now, min_idle, proc)
+                reason = in_use(file, now, min_idle, proc) if found.held_in is None else None
             except OSError:
                 continue  # gone since it was listed
+            if found.held_in is not None:  # one of many in a file: by its own last change
+                reason = _in_use_among_others(found, status, now, min_idle, proc)
             entries.append(
                 SessionEntry(
                     agent_format.agent,
@@ -58,6 +60,17 @@ def list_sessions(
                 )
             )
     return sorted(entries, key=lambda entry: -entry.mtime)
+
+
+def _in_use_among_others(
+    found: SessionFile, status: os.stat_result, now: float, min_idle: float, proc: Path
+) -> str | None:
+    """A session of a database: changed within ``min_idle`` by its own times, or its file open
+    for writing by another process."""
+    if found.mtime is not None and now - found.mtime < min_idle:
+        return f"changed {max(now - found.mtime, 0):.0f}s ago, less than --min-idle {min_idle:g}s"
+    writer = writer_of(status.st_dev, status.st_ino, proc)
+    return f"open for writing by process {writer}" if writer is not None else None
 
 
 def _tokens(agent_format: AgentFormat, path: Path) -> int | None:
