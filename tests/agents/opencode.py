@@ -100,7 +100,8 @@ def run_opencode(
     if resume:
         command += ["-s", resume]
     command += prompt.split()
-    done = run_agent(command, cwd, home.env(), timeout)
+    # OpenCode takes its folder from $PWD: the tests' own would become the session's folder
+    done = run_agent(command, cwd, {**home.env(), "PWD": str(cwd)}, timeout)
     session_id = resume or (home.latest_session() if home.database.exists() else None)
     return AgentRun(command, done.returncode, done.stdout, done.stderr, session_id)
 
@@ -113,7 +114,7 @@ def export(home: OpenCodeHome, cwd: Path, session_id: str, path: Path) -> bytes:
         done = subprocess.run(
             command,
             cwd=cwd,
-            env={**clean_environment(), **home.env()},
+            env={**clean_environment(), **home.env(), "PWD": str(cwd)},
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.PIPE,
