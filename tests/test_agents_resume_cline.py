@@ -1,11 +1,13 @@
-"""The real Cline resumes its sessions placed in a fresh home, and sends what the file holds.
+"""The real Cline resumes the sessions ctxpack changed, and sends less (SPEC §8.6, issue 25).
 
-ctxpack cannot shrink Cline's sessions yet (``<id>.messages.json`` is one JSON document, not
-JSONL; docs/sessions.md, "Cline"). These tests hold what a format for it will rely on: a session
-Cline writes here (rounds of parallel tool calls with long outputs), its folder copied into a
-fresh home and resumed over ACP (Cline's only way to resume without a terminal), sends every
-tool result the file holds, pair by pair; with its older results rewritten (the document written
-again whole) it sends exactly those markers, the newest turns whole, and less.
+Its session is one Cline writes here (rounds of parallel tool calls with long outputs, in one run:
+Cline resumes only over ACP), its folder placed in a fresh home for each resume. ctxpack changes
+the ``<id>.messages.json`` in place (``micro``, ``full``, and ``micro`` then ``restore``) and
+the real Cline resumes it over ACP against the local server: it exits 0, every call is paired
+and the user's request comes last; after micro it sends the markers and the newest three turns
+whole, after full at most half of the history the untouched session sent. ``restore`` gives the
+document back byte for byte, and the restored session's resume is the untouched one the others
+are compared with, so that every resume proves something.
 """
 
 from __future__ import annotations
@@ -15,17 +17,20 @@ import shutil
 from pathlib import Path
 
 import pytest
-from agents.checks import assert_newest_whole
+from agents.checks import assert_full, assert_micro
 from agents.cline import ClineHome, resume_cline
 from agents.conversation import Conversation, chat_conversation
+from agents.e2e import IN_PLACE
 from agents.more_sessions import make_session
 from agents.script import Script
 from agents.server import ModelServer
 from agents.sessions import RESUME_PROMPT, Session, Workload
-from agents.stores import cline_outputs, shrink_cline
+from agents.stores import cline_outputs
+from helpers import run
 
 # Outputs under 8,000 characters: Cline cuts the middle out of longer ones when it sends them
 WORKLOAD = Workload(turns=2, turns_after=3, output_lines=200)
+FULL_AT_MOST = 0.5  # of the history the agent sent for the untouched session
 
 
 @pytest.fixture(scope="module")
@@ -52,30 +57,43 @@ def resumed(home: ClineHome, session: Session) -> Conversation:
         return chat_conversation(server.turn_requests[-1].body)
 
 
+def ctxpack(*arguments: object) -> None:
+    done = run(*arguments, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()
+
+
 @pytest.fixture(scope="module")
-def unchanged(session: Session, tmp_path_factory: pytest.TempPathFactory) -> Conversation:
-    return resumed(placed(session, tmp_path_factory.mktemp("unchanged")), session)
+def untouched(session: Session, tmp_path_factory: pytest.TempPathFactory) -> Conversation:
+    """What Cline sends for its session shrunk by micro and put back by restore."""
+    home = placed(session, tmp_path_factory.mktemp("restored"))
+    path = home.session_file(session.session_id)
+    original = path.read_bytes()
+    ctxpack("micro", *IN_PLACE, path)
+    assert path.read_bytes() != original
+    ctxpack("restore", path)
+    assert path.read_bytes() == original
+    return resumed(home, session)
 
 
-def test_a_placed_session_resumes_sending_every_result_the_file_holds(
-    session: Session, unchanged: Conversation
+def test_a_restored_session_resumes_sending_every_result_the_file_holds(
+    session: Session, untouched: Conversation
 ) -> None:
     held = cline_outputs(session.path)
     assert len(held) == 3 * (WORKLOAD.turns + WORKLOAD.turns_after)
-    assert unchanged.pairing_problems() == []
-    assert {call: json.loads(sent) for call, sent in unchanged.results.items()} == held
-    assert unchanged.user_texts()[-1] == RESUME_PROMPT
+    assert untouched.pairing_problems() == []
+    assert {call: json.loads(sent) for call, sent in untouched.results.items()} == held
+    assert untouched.user_texts()[-1] == RESUME_PROMPT
 
 
-def test_results_rewritten_in_the_file_are_what_it_sends(
-    session: Session, unchanged: Conversation, tmp_path: Path
+@pytest.mark.parametrize("command", ["micro", "full"])
+def test_resumes_after_the_command_sending_less(
+    session: Session, untouched: Conversation, command: str, tmp_path: Path
 ) -> None:
-    home = placed(session, tmp_path)
-    markers = shrink_cline(home.session_file(session.session_id))
-    assert markers
+    home = placed(session, tmp_path / "home")
+    ctxpack(command, *IN_PLACE, home.session_file(session.session_id))
     after = resumed(home, session)
-    assert after.pairing_problems() == []
-    assert {call: after.results[call] for call in markers} == markers
-    assert_newest_whole(unchanged, after, 3)
-    assert after.size < unchanged.size
-    assert after.user_texts()[-1] == RESUME_PROMPT
+    check = assert_micro if command == "micro" else assert_full
+    shrink = check(untouched, after, tmp_path)
+    print(f"cline {session.session_id} {command}: {shrink}")  # the figures, with pytest -s
+    if command == "full":
+        assert shrink.bytes_after <= FULL_AT_MOST * shrink.bytes_before, shrink

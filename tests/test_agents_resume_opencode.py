@@ -1,13 +1,13 @@
-"""The real OpenCode resumes its sessions placed in a fresh home, and sends what the store holds.
+"""The real OpenCode resumes the sessions ctxpack changed, and sends less (SPEC §8.6, issue 25).
 
-ctxpack cannot shrink OpenCode's sessions yet (a SQLite store does not fit the line-by-line
-session framework; docs/sessions.md, "OpenCode"). These tests hold what a format for it will
-rely on: a session OpenCode writes here (rounds of parallel tool calls with long outputs, a first
-run and a resumed one), its database copied into a fresh home (SQLite's online backup) and
-resumed, sends every tool output the store holds, pair by pair; with its older outputs rewritten
-in ``part.data`` (one transaction, OpenCode not running) it sends exactly those markers, the
-newest turns whole, and less; and the store put back from its backup exports byte for byte as
-the original did.
+Its session is one OpenCode writes here (rounds of parallel tool calls with long outputs, a first
+run and a resumed one); its database is placed in a fresh home for each resume (SQLite's online
+backup). ctxpack changes the database in place (``micro``, ``full``, and ``micro`` then
+``restore``) and the real OpenCode resumes the session against the local server: it exits 0,
+every call is paired and the user's request comes last; after micro it sends the markers and the
+newest three turns whole, after full at most half of the history the untouched session sent.
+After ``restore`` ``opencode export`` gives the session back byte for byte, and the restored
+session's resume is the untouched one the others are compared with.
 """
 
 from __future__ import annotations
@@ -15,28 +15,24 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from agents.checks import assert_newest_whole
+from agents.checks import assert_full, assert_micro
 from agents.conversation import Conversation, chat_conversation
+from agents.e2e import IN_PLACE
 from agents.more_sessions import make_session
 from agents.opencode import OpenCodeHome, copy_store, export, run_opencode
 from agents.script import Script
 from agents.server import ModelServer
 from agents.sessions import RESUME_PROMPT, Session, Workload
-from agents.stores import opencode_outputs, shrink_opencode
+from agents.stores import opencode_outputs
+from helpers import run
 
 WORKLOAD = Workload(turns=2, turns_after=3, output_lines=300)
+FULL_AT_MOST = 0.5  # of the history the agent sent for the untouched session
 
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> Session:
     return make_session("opencode", tmp_path_factory.mktemp("opencode"), WORKLOAD)
-
-
-@pytest.fixture(scope="module")
-def exported(session: Session, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("export") / "session.json"
-    export(OpenCodeHome(session.root), session.project, session.session_id, path)
-    return path
 
 
 def placed(session: Session, root: Path) -> OpenCodeHome:
@@ -53,46 +49,47 @@ def resumed(home: OpenCodeHome, session: Session) -> Conversation:
         return chat_conversation(server.turn_requests[-1].body)
 
 
+def ctxpack(*arguments: object) -> str:
+    done = run(*arguments, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stderr.decode()
+
+
 @pytest.fixture(scope="module")
-def unchanged(
-    session: Session, exported: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Conversation:
-    return resumed(placed(session, tmp_path_factory.mktemp("unchanged")), session)
+def untouched(session: Session, tmp_path_factory: pytest.TempPathFactory) -> Conversation:
+    """What OpenCode sends for its session shrunk by micro and put back by restore."""
+    scratch = tmp_path_factory.mktemp("restored")
+    exported = export(
+        OpenCodeHome(session.root), session.project, session.session_id, scratch / "original.json"
+    )
+    home = placed(session, scratch / "home")
+    said = ctxpack("micro", *IN_PLACE, "--stats", home.database)  # every session of it: one
+    assert f"{home.database}#{session.session_id}: 6 tool results truncated" in said
+    ctxpack("restore", home.database)
+    again = export(home, session.project, session.session_id, scratch / "restored.json")
+    assert again == exported
+    return resumed(home, session)
 
 
-def test_a_placed_session_resumes_sending_every_output_the_store_holds(
-    session: Session, unchanged: Conversation
+def test_a_restored_session_resumes_sending_every_output_the_store_holds(
+    session: Session, untouched: Conversation
 ) -> None:
     held = opencode_outputs(session.path, session.session_id)
     assert len(held) == 3 * (WORKLOAD.turns + WORKLOAD.turns_after)
-    assert unchanged.pairing_problems() == []
-    assert unchanged.results == held
-    assert unchanged.user_texts()[-1] == RESUME_PROMPT
+    assert untouched.pairing_problems() == []
+    assert untouched.results == held
+    assert untouched.user_texts()[-1] == RESUME_PROMPT
 
 
-def test_a_store_put_back_from_its_backup_exports_as_the_original(
-    session: Session, exported: Path, tmp_path: Path
+@pytest.mark.parametrize("command", ["micro", "full"])
+def test_resumes_after_the_command_sending_less(
+    session: Session, untouched: Conversation, command: str, tmp_path: Path
 ) -> None:
-    home = placed(session, tmp_path / "changed")
-    backup = OpenCodeHome(tmp_path / "backup")
-    copy_store(home, backup)
-    assert shrink_opencode(home.database, session.session_id)
-    changed = export(home, session.project, session.session_id, tmp_path / "changed.json")
-    assert changed != exported.read_bytes()
-    copy_store(backup, home)
-    again = export(home, session.project, session.session_id, tmp_path / "again.json")
-    assert again == exported.read_bytes()
-
-
-def test_outputs_rewritten_in_the_store_are_what_it_sends(
-    session: Session, exported: Path, unchanged: Conversation, tmp_path: Path
-) -> None:
-    home = placed(session, tmp_path)
-    markers = shrink_opencode(home.database, session.session_id)
-    assert markers
+    home = placed(session, tmp_path / "home")
+    ctxpack(command, *IN_PLACE, f"{home.database}#{session.session_id}")
     after = resumed(home, session)
-    assert after.pairing_problems() == []
-    assert {call: after.results[call] for call in markers} == markers
-    assert_newest_whole(unchanged, after, 3)
-    assert after.size < unchanged.size
-    assert after.user_texts()[-1] == RESUME_PROMPT
+    check = assert_micro if command == "micro" else assert_full
+    shrink = check(untouched, after, tmp_path)
+    print(f"opencode {session.session_id} {command}: {shrink}")  # the figures, with pytest -s
+    if command == "full":
+        assert shrink.bytes_after <= FULL_AT_MOST * shrink.bytes_before, shrink
