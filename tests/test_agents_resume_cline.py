@@ -5,9 +5,9 @@ Cline resumes only over ACP), its folder placed in a fresh home for each resume.
 the ``<id>.messages.json`` in place (``micro``, ``full``, and ``micro`` then ``restore``) and
 the real Cline resumes it over ACP against the local server: it exits 0, every call is paired
 and the user's request comes last; after micro it sends the markers and the newest three turns
-whole, after full at most half of the history the untouched session sent. ``restore`` gives the
-document back byte for byte, and the restored session's resume is the untouched one the others
-are compared with, so that every resume proves something.
+whole, after full the summary ctxpack wrote and at most half of the history the untouched session
+sent. ``restore`` gives the document back byte for byte, and the restored session's resume is the
+untouched one the others are compared with, so that every resume proves something.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from agents.more_sessions import make_session
 from agents.script import Script
 from agents.server import ModelServer
 from agents.sessions import RESUME_PROMPT, Session, Workload
-from agents.stores import cline_outputs
+from agents.stores import cline_outputs, cline_summary
 from helpers import run
 
 # Outputs under 8,000 characters: Cline cuts the middle out of longer ones when it sends them
@@ -97,3 +97,5 @@ def test_resumes_after_the_command_sending_less(
     print(f"cline {session.session_id} {command}: {shrink}")  # the figures, with pytest -s
     if command == "full":
         assert shrink.bytes_after <= FULL_AT_MOST * shrink.bytes_before, shrink
+        summary = cline_summary(home.session_file(session.session_id))
+        assert any(summary in text for text in after.texts()), "the summary was not sent"

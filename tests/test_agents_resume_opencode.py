@@ -5,9 +5,9 @@ run and a resumed one); its database is placed in a fresh home for each resume (
 backup). ctxpack changes the database in place (``micro``, ``full``, and ``micro`` then
 ``restore``) and the real OpenCode resumes the session against the local server: it exits 0,
 every call is paired and the user's request comes last; after micro it sends the markers and the
-newest three turns whole, after full at most half of the history the untouched session sent.
-After ``restore`` ``opencode export`` gives the session back byte for byte, and the restored
-session's resume is the untouched one the others are compared with.
+newest three turns whole, after full the summary ctxpack wrote and at most half of the history the
+untouched session sent. After ``restore`` ``opencode export`` gives the session back byte for
+byte, and the restored session's resume is the untouched one the others are compared with.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from agents.opencode import OpenCodeHome, copy_store, export, run_opencode
 from agents.script import Script
 from agents.server import ModelServer
 from agents.sessions import RESUME_PROMPT, Session, Workload
-from agents.stores import opencode_outputs
+from agents.stores import opencode_outputs, opencode_summary
 from helpers import run
 
 WORKLOAD = Workload(turns=2, turns_after=3, output_lines=300)
@@ -93,3 +93,5 @@ def test_resumes_after_the_command_sending_less(
     print(f"opencode {session.session_id} {command}: {shrink}")  # the figures, with pytest -s
     if command == "full":
         assert shrink.bytes_after <= FULL_AT_MOST * shrink.bytes_before, shrink
+        summary = opencode_summary(home.database, session.session_id)
+        assert any(summary in text for text in after.texts()), "the summary was not sent"

@@ -61,6 +61,12 @@ class Conversation:
             texts += [b["text"] for b in _content(message) if _is(b, "text") and "text" in b]
         return texts
 
+    def texts(self) -> list[str]:
+        """The text blocks of every message, in order (a summary is one of them)."""
+        return [
+            block["text"] for block in self._blocks("text") if isinstance(block.get("text"), str)
+        ]
+
     def markers(self) -> dict[str, re.Match[str]]:
         """Call id -> the marker its result became, for every result that is one."""
         found = {}
