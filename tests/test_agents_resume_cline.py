@@ -1,13 +1,13 @@
 """The real Cline resumes the sessions ctxpack changed, and sends less (SPEC §8.6, issue 25).
 
 Its session is one Cline writes here (rounds of parallel tool calls with long outputs, in one run:
-Cline resumes only over ACP), its folder placed in a fresh home for each resume. ctxpack changes
-the ``<id>.messages.json`` in place (``micro``, ``full``, and ``micro`` then ``restore``) and
-the real Cline resumes it over ACP against the local server: it exits 0, every call is paired
-and the user's request comes last; after micro it sends the markers and the newest three turns
-whole, after full the summary ctxpack wrote and at most half of the history the untouched session
-sent. ``restore`` gives the document back byte for byte, and the restored session's resume is the
-untouched one the others are compared with, so that every resume proves something.
+Cline resumes only over ACP), its folder placed in a fresh home for each resume. ctxpack changes the
+``<id>.messages.json`` in place (``micro``, ``full``, ``auto``, and ``micro`` then ``restore``) and
+the real Cline resumes it over ACP against the local server: it exits 0, every call is paired and
+the user's request comes last; after micro it sends the markers and the newest three turns whole,
+after full (and auto) the summary ctxpack wrote and at most half of the history the untouched
+session sent. ``restore`` gives the document back byte for byte, and the restored session's resume
+is the untouched one the others are compared with, so that every resume proves something.
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from agents.checks import assert_full, assert_micro
 from agents.cline import ClineHome, resume_cline
 from agents.conversation import Conversation, chat_conversation
-from agents.e2e import IN_PLACE
+from agents.e2e import IN_PLACE, TRANSFORMS
 from agents.more_sessions import make_session
 from agents.script import Script
 from agents.server import ModelServer
@@ -85,17 +84,17 @@ def test_a_restored_session_resumes_sending_every_result_the_file_holds(
     assert untouched.user_texts()[-1] == RESUME_PROMPT
 
 
-@pytest.mark.parametrize("command", ["micro", "full"])
-def test_resumes_after_the_command_sending_less(
-    session: Session, untouched: Conversation, command: str, tmp_path: Path
+@pytest.mark.parametrize("transform", TRANSFORMS)
+def test_resumes_after_the_transform_sending_less(
+    session: Session, untouched: Conversation, transform: str, tmp_path: Path
 ) -> None:
+    arguments, check = TRANSFORMS[transform]
     home = placed(session, tmp_path / "home")
-    ctxpack(command, *IN_PLACE, home.session_file(session.session_id))
+    ctxpack(*arguments, *IN_PLACE, home.session_file(session.session_id))
     after = resumed(home, session)
-    check = assert_micro if command == "micro" else assert_full
     shrink = check(untouched, after, tmp_path)
-    print(f"cline {session.session_id} {command}: {shrink}")  # the figures, with pytest -s
-    if command == "full":
+    print(f"cline {session.session_id} {transform}: {shrink}")  # the figures, with pytest -s
+    if transform != "micro":
         assert shrink.bytes_after <= FULL_AT_MOST * shrink.bytes_before, shrink
         summary = cline_summary(home.session_file(session.session_id))
         assert any(summary in text for text in after.texts()), "the summary was not sent"

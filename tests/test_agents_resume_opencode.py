@@ -2,11 +2,11 @@
 
 Its session is one OpenCode writes here (rounds of parallel tool calls with long outputs, a first
 run and a resumed one); its database is placed in a fresh home for each resume (SQLite's online
-backup). ctxpack changes the database in place (``micro``, ``full``, and ``micro`` then
-``restore``) and the real OpenCode resumes the session against the local server: it exits 0,
-every call is paired and the user's request comes last; after micro it sends the markers and the
-newest three turns whole, after full the summary ctxpack wrote and at most half of the history the
-untouched session sent. After ``restore`` ``opencode export`` gives the session back byte for
+backup). ctxpack changes the database in place (``micro``, ``full``, ``auto``, and ``micro`` then
+``restore``) and the real OpenCode resumes the session against the local server: it exits 0, every
+call is paired and the user's request comes last; after micro it sends the markers and the newest
+three turns whole, after full (and auto) the summary ctxpack wrote and at most half of the history
+the untouched session sent. After ``restore`` ``opencode export`` gives the session back byte for
 byte, and the restored session's resume is the untouched one the others are compared with.
 """
 
@@ -15,9 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from agents.checks import assert_full, assert_micro
 from agents.conversation import Conversation, chat_conversation
-from agents.e2e import IN_PLACE
+from agents.e2e import IN_PLACE, TRANSFORMS
 from agents.more_sessions import make_session
 from agents.opencode import OpenCodeHome, copy_store, export, run_opencode
 from agents.script import Script
@@ -81,17 +80,17 @@ def test_a_restored_session_resumes_sending_every_output_the_store_holds(
     assert untouched.user_texts()[-1] == RESUME_PROMPT
 
 
-@pytest.mark.parametrize("command", ["micro", "full"])
-def test_resumes_after_the_command_sending_less(
-    session: Session, untouched: Conversation, command: str, tmp_path: Path
+@pytest.mark.parametrize("transform", TRANSFORMS)
+def test_resumes_after_the_transform_sending_less(
+    session: Session, untouched: Conversation, transform: str, tmp_path: Path
 ) -> None:
+    arguments, check = TRANSFORMS[transform]
     home = placed(session, tmp_path / "home")
-    ctxpack(command, *IN_PLACE, f"{home.database}#{session.session_id}")
+    ctxpack(*arguments, *IN_PLACE, f"{home.database}#{session.session_id}")
     after = resumed(home, session)
-    check = assert_micro if command == "micro" else assert_full
     shrink = check(untouched, after, tmp_path)
-    print(f"opencode {session.session_id} {command}: {shrink}")  # the figures, with pytest -s
-    if command == "full":
+    print(f"opencode {session.session_id} {transform}: {shrink}")  # the figures, with pytest -s
+    if transform != "micro":
         assert shrink.bytes_after <= FULL_AT_MOST * shrink.bytes_before, shrink
         summary = opencode_summary(home.database, session.session_id)
         assert any(summary in text for text in after.texts()), "the summary was not sent"
