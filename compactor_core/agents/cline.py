@@ -32,7 +32,14 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import orjson
 
 from ..formats import Message
-from ..session_files.base import Compaction, Record, RecordInfo, SessionFile, ViewMessage
+from ..session_files.base import (
+    Compaction,
+    Record,
+    RecordInfo,
+    SessionFile,
+    ViewMessage,
+    with_results_joined,
+)
 from ..session_files.json_document import read_document
 from ..session_files.stores import DOCUMENT, Result, SessionStore, StoredFormat
 
@@ -139,15 +146,7 @@ class Cline(StoredFormat):
 
     def view(self, infos: Sequence[RecordInfo]) -> list[ViewMessage]:
         """Every message, in order; the results of one reply (a message each) are one turn."""
-        groups: list[list[int]] = []
-        for index, info in enumerate(infos):
-            if info.role is None:
-                continue
-            if groups and info.tag == RESULTS and infos[groups[-1][-1]].tag == RESULTS:
-                groups[-1].append(index)
-            else:
-                groups.append([index])
-        return [ViewMessage(tuple(group)) for group in groups]
+        return with_results_joined(infos, range(len(infos)), RESULTS)
 
     def store(self, record: Record, messages: list[Message], truncated: dict[Any, str]) -> None:
         """Only tool results change: each result block takes its new content."""

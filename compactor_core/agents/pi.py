@@ -32,6 +32,7 @@ from ..session_files.base import (
     RecordInfo,
     SessionFile,
     ViewMessage,
+    with_results_joined,
 )
 from ..session_files.records import first_record
 from ..session_files.ui_copies import shrink_strings
@@ -116,16 +117,7 @@ class Pi(AgentFormat):
                 (n for n in range(compaction) if infos[path[n]].id == first_kept), compaction
             )
             order = [path[compaction], *path[start:compaction], *path[compaction + 1 :]]
-        groups: list[list[int]] = []
-        for index in order:
-            info = infos[index]
-            if info.role is None:
-                continue
-            if groups and info.tag == RESULTS and infos[groups[-1][-1]].tag == RESULTS:
-                groups[-1].append(index)
-            else:
-                groups.append([index])
-        return [ViewMessage(tuple(group)) for group in groups]
+        return with_results_joined(infos, order, RESULTS)
 
     def store(self, record: Record, messages: list[Message], truncated: dict[Any, str]) -> None:
         message = record.get("message")

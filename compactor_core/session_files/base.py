@@ -20,7 +20,7 @@ A new agent is one module with one ``AgentFormat`` subclass, listed in ``registr
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -100,6 +100,23 @@ def by_role(pieces: list[tuple[int, int, str]]) -> list[ViewMessage]:
         ViewMessage(tuple(index for index, _, _ in group), tuple(part for _, part, _ in group))
         for group in groups
     ]
+
+
+def with_results_joined(
+    infos: Sequence[RecordInfo], order: Iterable[int], results: str
+) -> list[ViewMessage]:
+    """View messages of the records in ``order`` that have a role, one a record, but a run of
+    records tagged ``results`` (a tool result each, answering one reply) is one message."""
+    groups: list[list[int]] = []
+    for index in order:
+        info = infos[index]
+        if info.role is None:
+            continue
+        if groups and info.tag == results and infos[groups[-1][-1]].tag == results:
+            groups[-1].append(index)
+        else:
+            groups.append([index])
+    return [ViewMessage(tuple(group)) for group in groups]
 
 
 @dataclass(frozen=True)
