@@ -68,6 +68,13 @@ def invoke(
     return CliRunner().invoke(cli, arguments, input=stdin, env=environment, catch_exceptions=False)
 
 
+def estimated_tokens(name: Path | str, *flags: str) -> int:
+    """``ctxpack estimate FLAGS NAME``, through click: the token count it prints."""
+    done = invoke("estimate", *flags, name)
+    assert done.exit_code == 0, done.stderr
+    return int(done.stdout)
+
+
 def serve_in_background(server: socketserver.BaseServer) -> threading.Thread:
     """``server.serve_forever()`` in a daemon thread, looking for ``shutdown()`` every 20 ms
     rather than the default 0.5 s, which every test using a server would wait at its end."""

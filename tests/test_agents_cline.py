@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import TESTS, invoke
+from helpers import TESTS, estimated_tokens, invoke
 
 from compactor_core.micro import is_marker
 from compactor_core.session_files import registry
@@ -44,12 +44,6 @@ def placed(root: Path, data: bytes | None = None, manifest: dict[str, Any] | Non
     return path
 
 
-def tokens(path: Path, *flags: str) -> int:
-    done = invoke("estimate", *flags, path)
-    assert done.exit_code == 0, done.stderr
-    return int(done.stdout)
-
-
 def messages(path: Path) -> list[dict[str, Any]]:
     return json.loads(path.read_bytes())["messages"]
 
@@ -67,7 +61,7 @@ def test_a_real_session_is_detected_from_its_content_and_healthy() -> None:
     report = json.loads(checked.stdout)
     assert report["format"] == "cline" and report["problems"] == []
     assert report["records"] == len(messages(DOCUMENT))
-    assert report["tokens"] == tokens(DOCUMENT, "--format", "cline") > 0
+    assert report["tokens"] == estimated_tokens(DOCUMENT, "--format", "cline") > 0
     assert clines_layout(DOCUMENT.read_bytes()) == DOCUMENT.read_bytes()
 
 
@@ -76,11 +70,11 @@ def test_micro_shrinks_only_tool_results_in_clines_layout_and_restore_gives_it_b
 ) -> None:
     path = placed(tmp_path)
     original = path.read_bytes()
-    before = tokens(path)
+    before = estimated_tokens(path)
     done = invoke("micro", *IN_PLACE, path)
     assert done.exit_code == 0, done.stderr
     after = path.read_bytes()
-    assert tokens(path) < before
+    assert estimated_tokens(path) < before
     assert clines_layout(after) == after  # written as Cline writes it
     old, new = messages(DOCUMENT), messages(path)
     assert len(old) == len(new)
@@ -115,7 +109,7 @@ def test_full_writes_clines_compaction_as_the_history_and_restore_gives_it_back(
         key: value for key, value in json.loads(original).items() if key != "messages"
     }
     assert clines_layout(path.read_bytes()) == path.read_bytes()
-    assert tokens(path) < tokens(DOCUMENT) / 2
+    assert estimated_tokens(path) < estimated_tokens(DOCUMENT) / 2
     assert invoke("check", path).exit_code == 0
     assert invoke("restore", path).exit_code == 0 and path.read_bytes() == original
 
@@ -162,7 +156,7 @@ def test_sessions_finds_them_under_clines_home(tmp_path: Path) -> None:
     assert listed.exit_code == 0, listed.stderr
     [row] = [json.loads(line) for line in listed.stdout.splitlines()]
     assert (row["agent"], row["id"], row["path"]) == ("cline", SESSION, str(path))
-    assert row["tokens"] == tokens(DOCUMENT) and row["in_use"] is None
+    assert row["tokens"] == estimated_tokens(DOCUMENT) and row["in_use"] is None
 
 
 # --- bad input -----------------------------------------------------------------------------------
@@ -206,4 +200,4 @@ def test_an_empty_document_is_nothing_to_do(tmp_path: Path) -> None:
     path = placed(tmp_path, b"")
     assert invoke("micro", *IN_PLACE, "--format", "cline", path).exit_code == 0
     assert path.read_bytes() == b""
-    assert tokens(path, "--format", "cline") == 0
+    assert estimated_tokens(path, "--format", "cline") == 0

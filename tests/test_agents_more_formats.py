@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import TESTS, invoke
+from helpers import TESTS, estimated_tokens, invoke
 
 from compactor_core.micro import is_marker
 from compactor_core.session_files import registry
@@ -41,12 +41,6 @@ def placed(tmp_path: Path, agent: str, data: bytes | None = None) -> Path:
     path.write_bytes((FIXTURES / f"{agent}.jsonl").read_bytes() if data is None else data)
     os.utime(path, (OLD, OLD))
     return path
-
-
-def tokens(path: Path, *flags: str) -> int:
-    result = invoke("estimate", *flags, path)
-    assert result.exit_code == 0, result.stderr
-    return int(result.stdout)
 
 
 def only_outputs_shrank(before: Any, after: Any) -> bool:
@@ -74,7 +68,7 @@ def test_a_real_session_is_detected_from_its_content_and_healthy(agent: str) -> 
     assert checked.exit_code == 0, checked.stdout
     report = json.loads(checked.stdout)
     assert report["format"] == agent and report["problems"] == []
-    assert report["tokens"] == tokens(path, "--format", agent)
+    assert report["tokens"] == estimated_tokens(path, "--format", agent)
 
 
 @pytest.mark.parametrize("agent", AGENTS)
@@ -83,11 +77,11 @@ def test_micro_shrinks_only_tool_outputs_and_restore_gives_the_file_back(
 ) -> None:
     path = placed(tmp_path, agent)
     original = path.read_bytes()
-    before = tokens(path)
+    before = estimated_tokens(path)
     done = invoke("micro", *IN_PLACE, path)
     assert done.exit_code == 0, done.stderr
     after = path.read_bytes()
-    assert tokens(path) < before
+    assert estimated_tokens(path) < before
     old_lines, new_lines = original.splitlines(), after.splitlines()
     assert len(old_lines) == len(new_lines) and after.endswith(b"\n") == original.endswith(b"\n")
     changed = [(a, b) for a, b in zip(old_lines, new_lines, strict=True) if a != b]
@@ -108,14 +102,14 @@ def test_full_appends_the_agents_own_compaction_and_leaves_the_rest(
 ) -> None:
     path = placed(tmp_path, agent)
     original = path.read_bytes()
-    before = tokens(path)
+    before = estimated_tokens(path)
     done = invoke("full", *IN_PLACE, path)
     assert done.exit_code == 0, done.stderr
     after = path.read_bytes()
     assert after.startswith(original)
     appended = [json.loads(line) for line in after[len(original) :].splitlines()]
     assert appended and COMPACTIONS[agent](appended[0])
-    assert tokens(path) < before  # Copilot: its system prompt is most of it
+    assert estimated_tokens(path) < before  # Copilot: its system prompt is most of it
     assert invoke("check", path).exit_code == 0
     assert invoke("restore", path).exit_code == 0 and path.read_bytes() == original
 
@@ -168,7 +162,7 @@ def test_an_empty_session_is_nothing_to_do(agent: str, tmp_path: Path) -> None:
     path = placed(tmp_path, agent, b"")
     assert invoke("micro", *IN_PLACE, "--format", agent, path).exit_code == 0
     assert path.read_bytes() == b""
-    assert tokens(path, "--format", agent) == 0
+    assert estimated_tokens(path, "--format", agent) == 0
 
 
 # --- sessions on this machine --------------------------------------------------------------------

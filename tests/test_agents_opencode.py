@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import TESTS, invoke, wait_until_open
+from helpers import TESTS, estimated_tokens, invoke, wait_until_open
 from provider_seam import use_provider
 
 from compactor_core.micro import is_marker
@@ -55,12 +55,6 @@ def every_row(path: Path) -> dict[str, list[dict[str, Any]]]:
     return {table: rows(path, table) for table in TABLES}
 
 
-def tokens(name: Path | str) -> int:
-    done = invoke("estimate", name)
-    assert done.exit_code == 0, done.stderr
-    return int(done.stdout)
-
-
 @pytest.fixture
 def database(tmp_path: Path) -> Path:
     return placed(tmp_path / "data")
@@ -73,17 +67,18 @@ def test_a_real_session_is_detected_and_healthy(database: Path) -> None:
     report = json.loads(checked.stdout)
     assert report["file"] == f"{database}#{session}" and report["format"] == "opencode"
     assert report["problems"] == [] and report["records"] == len(rows(database, "message"))
-    assert tokens(database) == tokens(f"{database}#{session}") == report["tokens"] > 0
+    one = estimated_tokens(f"{database}#{session}")
+    assert estimated_tokens(database) == one == report["tokens"] > 0
 
 
 def test_micro_changes_only_tool_outputs_and_their_copies_and_restore_puts_them_back(
     database: Path,
 ) -> None:
-    before, tokens_before = every_row(database), tokens(database)
+    before, tokens_before = every_row(database), estimated_tokens(database)
     done = invoke("micro", *IN_PLACE, database)
     assert done.exit_code == 0, done.stderr
     after = every_row(database)
-    assert tokens(database) < tokens_before
+    assert estimated_tokens(database) < tokens_before
     for table in ("session", "message", "event_sequence"):
         assert after[table] == before[table]
     changed = 0
@@ -120,7 +115,7 @@ def test_micro_changes_only_tool_outputs_and_their_copies_and_restore_puts_them_
 
 def test_full_appends_opencodes_compaction_and_restore_takes_it_away(database: Path) -> None:
     session = session_of(database)
-    before, tokens_before = every_row(database), tokens(database)
+    before, tokens_before = every_row(database), estimated_tokens(database)
     done = invoke("full", *IN_PLACE, database)
     assert done.exit_code == 0, done.stderr
     after = every_row(database)
@@ -133,7 +128,7 @@ def test_full_appends_opencodes_compaction_and_restore_takes_it_away(database: P
     assert [part["type"] for part in parts] == ["compaction", "text"]
     report = json.loads(invoke("check", "--json", database).stdout)
     assert report["problems"] == [] and report["view_messages"] == 2
-    assert tokens(database) < tokens_before / 2
+    assert estimated_tokens(database) < tokens_before / 2
     new_events = after["event"][len(before["event"]) :]
     last = before["event_sequence"][0]["seq"]
     assert [event["seq"] for event in new_events] == [last + 1, last + 2, last + 3, last + 4]
@@ -154,7 +149,8 @@ def test_restore_puts_back_one_session_and_keeps_the_others_later_changes(databa
     session = session_of(database)
     other = add_session(database, "ses_other")
     before = rows_of(database, session)
-    assert invoke("micro", *IN_PLACE, database).exit_code == 0
+    done = invoke("micro", *IN_PLACE, database)
+    assert done.exit_code == 0, done.stderr
     assert rows_of(database, session) != before
     with closing(sqlite3.connect(database)) as connection, connection:
         later = '{"type":"text","text":"later"}'
@@ -213,7 +209,7 @@ def test_sessions_lists_each_session_of_the_database(database: Path, tmp_path: P
     assert listed.exit_code == 0, listed.stderr
     [row] = [json.loads(line) for line in listed.stdout.splitlines()]
     assert (row["agent"], row["id"], row["path"]) == ("opencode", session, f"{database}#{session}")
-    assert row["tokens"] == tokens(database) and row["in_use"] is None
+    assert row["tokens"] == estimated_tokens(database) and row["in_use"] is None
 
 
 # --- refused, and left as it was -----------------------------------------------------------------
@@ -230,14 +226,21 @@ def test_a_locked_database_is_in_use(database: Path) -> None:
     assert every_row(database) == before
 
 
-def test_a_database_opencode_holds_is_in_use(database: Path) -> None:
-    holding = (
+def holding(database: Path, program: Path) -> subprocess.Popen[bytes]:
+    """A process started as ``program`` that holds the database open (read and write), as
+    OpenCode does while it runs; its command line names the database."""
+    hold = (
         f"import sqlite3, time; c = sqlite3.connect({str(database)!r}); "
         "c.execute('SELECT 1 FROM session').fetchall(); time.sleep(60)"
     )
-    opencode = subprocess.Popen([sys.executable, "-c", holding, "opencode"])
+    process = subprocess.Popen([program, "-c", hold, database], executable=sys.executable)
+    wait_until_open(process.pid, database)  # its connection opens the file at once
+    return process
+
+
+def test_a_database_opencode_holds_is_in_use(database: Path, tmp_path: Path) -> None:
+    opencode = holding(database, tmp_path / "opencode")  # started as OpenCode is: opencode …
     try:
-        wait_until_open(opencode.pid, database)  # its connection opens the file at once
         done = invoke("micro", *IN_PLACE, database)
         assert done.exit_code == 75
         assert f"process {opencode.pid} of the agent has the database open" in done.stderr
@@ -245,6 +248,18 @@ def test_a_database_opencode_holds_is_in_use(database: Path) -> None:
         opencode.kill()
         opencode.wait()
     assert invoke("micro", *IN_PLACE, database).exit_code == 0
+
+
+def test_a_process_that_only_names_the_database_is_not_the_agent(database: Path) -> None:
+    """ctxpack's own workers hold the database a moment, each doing one of its sessions, and
+    their command line names ``…/opencode/opencode.db``: they are not OpenCode."""
+    worker = holding(database, Path(sys.executable))
+    try:
+        done = invoke("micro", *IN_PLACE, database)
+        assert done.exit_code == 0, done.stderr
+    finally:
+        worker.kill()
+        worker.wait()
 
 
 def test_a_session_its_agent_changed_meanwhile_is_left_as_it_is(

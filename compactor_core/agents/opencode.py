@@ -80,7 +80,7 @@ class OpenCodeStore(DatabaseStore):
         ("event_sequence", "aggregate_id"),
         ("event", "aggregate_id"),
     )
-    agent_program = b"opencode"
+    agent_program = "opencode"
 
     def records_of(self, rows: Rows) -> list[Record]:
         parts: dict[str, list[dict[str, Any]]] = {}

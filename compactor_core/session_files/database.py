@@ -59,7 +59,7 @@ class DatabaseStore(SessionStore):
     rewrites_itself = True
     # (table, the column naming the session), parents first: restore deletes children first
     tables: ClassVar[tuple[tuple[str, str], ...]]
-    agent_program: ClassVar[bytes]  # in the command line of the agent's processes
+    agent_program: ClassVar[str]  # how the agent's program is named (its executable, argv[0])
 
     def __init__(self, path: Path, session: str, label: str) -> None:
         self.path = path
@@ -252,22 +252,30 @@ def _backup(path: Path, target: Path, label: str) -> None:
 # --- who holds it --------------------------------------------------------------------------------
 
 
-def agent_holding(path: Path, program: bytes, proc: Path) -> int | None:
-    """A process of the agent (``program`` in its command line) that has the database or its
-    write-ahead log open for writing; another ctxpack holding it a moment does not count."""
+def agent_holding(path: Path, program: str, proc: Path) -> int | None:
+    """A process of the agent (running ``program``) that has the database or its write-ahead
+    log open for writing; another ctxpack holding it a moment does not count."""
     for name in (path, Path(f"{path}-wal")):
         try:
             status = os.stat(name)
         except OSError:
             continue
         for pid in writers_of(status.st_dev, status.st_ino, proc):
-            try:
-                command = (proc / str(pid) / "cmdline").read_bytes().lower()
-            except OSError:
-                continue
-            if program in command:
+            if _runs(pid, program, proc):
                 return pid
     return None
+
+
+def _runs(pid: int, program: str, proc: Path) -> bool:
+    """Whether the process runs ``program``: by the name it was started as (``argv[0]``) or its
+    executable's. Not by any word of its command line: ctxpack's own workers, doing the other
+    sessions of the database, have its path there (``…/opencode/opencode.db``)."""
+    names = []
+    with contextlib.suppress(OSError):
+        names.append(os.fsdecode((proc / str(pid) / "cmdline").read_bytes().split(b"\0")[0]))
+    with contextlib.suppress(OSError):
+        names.append(os.readlink(proc / str(pid) / "exe"))
+    return any(Path(name).name.lower().startswith(program) for name in names)
 
 
 # --- snapshots and restore -----------------------------------------------------------------------
