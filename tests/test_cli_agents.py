@@ -234,3 +234,63 @@ def test_a_session_read_as_another_format_is_not_damaged(tmp_path: Path, forced:
     assert run("check", "--format", fmt, other).returncode in (0, 1)
     if forced == "codex":  # nothing of it is a Codex record: nothing changes
         assert path.read_bytes() == original
+
+
+def claude_records(results: list[str]) -> list[dict]:
+    """A small Claude Code session: one Bash call and its result per entry of ``results``."""
+    records: list[dict] = []
+    parent = None
+    for number, output in enumerate(results):
+        call = f"toolu_{number}"
+        use = {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": "ls"}}
+        result = {"type": "tool_result", "tool_use_id": call, "content": output}
+        for kind, content in (("assistant", [use]), ("user", [result])):
+            uuid = f"00000000-0000-0000-0000-{len(records):012d}"
+            message = {"role": kind, "content": content}
+            if kind == "assistant":
+                message["id"] = f"msg_{number}"
+            records.append(
+                {
+                    "parentUuid": parent,
+                    "isSidechain": False,
+                    "type": kind,
+                    "message": message,
+                    "uuid": uuid,
+                    "sessionId": "s",
+                    "timestamp": f"2026-12-01T10:00:{len(records):02d}.000Z",
+                }
+            )
+            parent = uuid
+    return records
+
+
+def test_a_marker_never_replaces_a_shorter_result_of_a_session_file(tmp_path: Path) -> None:
+    """Issue 21.6: with --min-chars 0, "ok" became a 34-character marker and the file grew."""
+    path = tmp_path / "s.jsonl"
+    lines = [json.dumps(record) for record in claude_records(["ok", "x" * 500, "new"])]
+    path.write_text("\n".join(lines) + "\n")
+    os.utime(path, (OLD, OLD))
+    done = micro(path, "--keep-recent", "1", "--min-chars", "0", "--stats")
+    assert done.returncode == 0, done.stderr
+    assert b": 1 tool results truncated, tokens " in done.stderr
+    after = path.read_text().splitlines()
+    assert after[1] == lines[1]  # "ok" stays, byte for byte
+    assert "[truncated: Bash result, 500 chars]" in after[3]
+    stats = done.stderr.splitlines()[0]
+    before, now = (int(n) for n in stats.split(b"tokens ")[1].split(b" -> "))
+    assert now < before
+
+
+def test_a_marker_never_replaces_a_shorter_result_of_a_conversation(tmp_path: Path) -> None:
+    """Issue 21.6: a 2-character result became a marker: tokens 49 -> 75."""
+    conversation = [
+        {"role": "user", "content": "list"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "bash"}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]},
+    ]
+    data = json.dumps(conversation).encode()
+    done = run("micro", "--keep-recent", "0", "--min-chars", "0", "--stats", stdin=data)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == conversation
+    tokens = done.stderr.split(b"tokens ")[1].split(b" -> ")
+    assert b": 0 tool results truncated" in done.stderr and tokens[0] == tokens[1].strip()

@@ -21,9 +21,10 @@ from compactor_core.settings import Job, RunSettings, Settings, Writing
 from compactor_core.snapshots import SnapshotStore, session_id_for_file
 from compactor_core.sources import LocalFile
 
+BIG = "big output " * 4  # 44 characters: its marker is shorter
 ORIGINAL = [
     {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "bash"}]},
-    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "big"}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": BIG}]},
 ]
 
 
@@ -230,7 +231,7 @@ def test_original_goes_to_a_snapshot_named_after_the_file(chat: Path, tmp_path: 
     store = SnapshotStore(tmp_path / "snaps")
     rewrite(chat, snapshots=store)
     assert json.loads(chat.read_bytes())[1]["content"][0]["content"] == (
-        "[truncated: bash result, 3 chars]"
+        "[truncated: bash result, 44 chars]"
     )
     [snapshot] = store.snapshots()
     assert snapshot.session_id == session_id_for_file(chat)

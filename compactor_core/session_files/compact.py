@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 from ..estimate import HEURISTIC, estimate, estimate_quarters, quarters_to_tokens
 from ..formats import Message
 from ..full import FullResult, PendingTurn
-from ..micro import is_marker, micro_compact
+from ..micro import is_marker, micro_compact, worth_a_marker
 from ..settings import Settings
 from ..tokenizers import counter as counter_named
 from ..tools import UNKNOWN_TOOL, tool_result_turns
@@ -53,6 +53,7 @@ class MicroPlan:
 
 def plan_micro(session: SessionIndex, settings: Settings) -> MicroPlan:
     infos = session.infos
+    settings = replace(settings, compat=False)  # a session file is never a BareAgent conversation
     skeleton = [
         {
             "role": infos[message.records[0]].role,
@@ -97,9 +98,7 @@ def plan_micro(session: SessionIndex, settings: Settings) -> MicroPlan:
 
 def _gets_marker(result: ToolResult, tool: str, settings: Settings) -> bool:
     """The conditions of SPEC §2 for one result of an old turn (the core applies them again)."""
-    if result.is_marker or tool in settings.exclude_tools:
-        return False
-    return result.chars >= settings.min_chars
+    return not result.is_marker and worth_a_marker(tool, result.chars, settings)
 
 
 def micro_change(session: SessionIndex, plan: MicroPlan, settings: Settings):
