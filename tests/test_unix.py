@@ -37,8 +37,9 @@ def turn(call_id: str, tool: str, result: object) -> list[dict]:
     ]
 
 
+OUTPUT = "output number {}: " + "ok " * 12  # long enough for its marker to be shorter
 CHAT = [{"role": "user", "content": "修复这个错误"}] + [
-    message for n in range(5) for message in turn(f"t{n}", "bash", f"output number {n}: " + "ok " * 12)
+    message for n in range(5) for message in turn(f"t{n}", "bash", OUTPUT.format(n))
 ]
 
 
