@@ -7,9 +7,12 @@ Progress and system records take part in the chain, so the chain is followed thr
 
 The view (what ``claude --resume`` sends): the chain back from the last conversation record of
 the main thread (sidechains are a subagent's), stopping at the latest ``compact_boundary``, whose
-``parentUuid`` is null (``logicalParentUuid`` remembers what came before). Assistant records
-sharing ``message.id`` are one reply, and consecutive user records are one message (tool results
-of parallel calls are written one record each), the way Claude Code joins them for the API.
+``parentUuid`` is null (``logicalParentUuid`` remembers what came before). Where a parent is
+missing (or already on the chain), Claude Code goes on from the latest record of the same thread
+written at most 5 s before (``GAP_WINDOW_MS``), as the view does; past a longer gap the chain
+ends there. Assistant records sharing ``message.id`` are one reply, and consecutive user records
+are one message (tool results of parallel calls are written one record each), the way Claude
+Code joins them for the API.
 
 A full compaction is appended the way Claude Code's own ``/compact`` writes it: a ``system``
 record of subtype ``compact_boundary`` (parent null, ``logicalParentUuid`` the last record,
@@ -20,7 +23,10 @@ the user is waiting on, and the calls its results answer, are still there on res
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +44,12 @@ from ..session_files.ui_copies import shrink_strings
 
 CONVERSATION = ("user", "assistant")
 BOUNDARY = "system:compact_boundary"
+# The record types Claude Code chains by parentUuid (its loader's "message" types): the records a
+# parent link can name, and those its resume walks through.
+CHAIN_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
+# How far back in time Claude Code 2.1.328 looks for the record a missing parent stood for.
+GAP_WINDOW_MS = 5000
+_NOT_A_STEP = "system:file_snapshot"  # never where a gap leads
 # Record types only Claude Code writes, for detection (conversation records have a uuid too).
 _OWN_TYPES = frozenset(
     {
@@ -89,8 +101,9 @@ class ClaudeCode(AgentFormat):
         message = record.get("message")
         if kind == "assistant" and isinstance(message, dict):
             info.turn = _text(message.get("id"))
-        if info.kind == BOUNDARY:
-            info.tag = _preserved_segment(record)
+        if kind in CHAIN_TYPES:
+            time = _milliseconds(record.get("timestamp"))
+            info.tag = Boundary(time, _preserved_segment(record)) if info.kind == BOUNDARY else time
 
     def messages(self, record: Record) -> list[dict[str, Any]]:
         message = record.get("message")
@@ -169,8 +182,44 @@ class ClaudeCode(AgentFormat):
                 yield SessionFile(path, path.stem, _cwd_of(path) or project.name)
 
 
+@dataclass(frozen=True, slots=True)
+class Boundary:
+    """A compaction boundary's tag: its time, and the preserved segment of a newer Claude Code."""
+
+    time: int | None
+    segment: tuple[str, str, str] | None
+
+
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MILLISECOND = timedelta(milliseconds=1)
+
+
+def _milliseconds(value: Any) -> int | None:
+    """A record's ``timestamp`` in milliseconds since the epoch (JavaScript's ``Date`` of the ISO
+    form Claude Code writes); None if it is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // _MILLISECOND
+
+
+def _time(info: RecordInfo) -> int | None:
+    tag = info.tag
+    return tag.time if isinstance(tag, Boundary) else tag
+
+
+def _chained(info: RecordInfo) -> bool:
+    """Whether a parent link can name the record (the types Claude Code chains, with a uuid)."""
+    return info.id is not None and info.kind.partition(":")[0] in CHAIN_TYPES
 
 
 def _chain(infos: Sequence[RecordInfo]) -> list[int]:
@@ -180,7 +229,7 @@ def _chain(infos: Sequence[RecordInfo]) -> list[int]:
     preserved segment (``compactMetadata.preservedSegment``: records from before it, kept
     whole); resume sends it right after its anchor, the summary, and so does the view.
     """
-    by_id = {info.id: index for index, info in enumerate(infos) if info.id is not None}
+    by_id = {info.id: index for index, info in enumerate(infos) if _chained(info)}
     leaf = next(
         (
             index
@@ -189,8 +238,8 @@ def _chain(infos: Sequence[RecordInfo]) -> list[int]:
         ),
         None,
     )
-    chain, boundary = _back(infos, by_id, leaf, stop=None)
-    segment = infos[boundary].tag if boundary is not None else None
+    chain, boundary = _back(infos, by_id, leaf, stop=None, gaps=Gaps(infos, by_id))
+    segment = infos[boundary].tag.segment if boundary is not None else None
     if not segment:
         return chain
     head, anchor, tail = segment
@@ -200,10 +249,15 @@ def _chain(infos: Sequence[RecordInfo]) -> list[int]:
 
 
 def _back(
-    infos: Sequence[RecordInfo], by_id: dict[str, int], start: int | None, stop: int | None
+    infos: Sequence[RecordInfo],
+    by_id: dict[str, int],
+    start: int | None,
+    stop: int | None,
+    gaps: Gaps | None = None,
 ) -> tuple[list[int], int | None]:
     """The records from ``start`` back through the parents to ``stop`` (included) or to a
-    compaction boundary (not included, but returned), oldest first."""
+    compaction boundary (not included, but returned), oldest first; across a missing parent
+    (or one already on the chain) by ``gaps``, if given, else the chain ends there."""
     chain: list[int] = []
     seen: set[int] = set()
     index = start
@@ -215,11 +269,53 @@ def _back(
             boundary = index
             break
         chain.append(index)
-        if index == stop:
+        if index == stop or not info.parent:
             break
-        index = by_id.get(info.parent) if info.parent is not None else None
+        parent = by_id.get(info.parent)
+        if gaps is not None and (parent is None or parent in seen):
+            parent = gaps.across(index, seen)
+        index = parent
     chain.reverse()
     return chain, boundary
+
+
+class Gaps:
+    """Where Claude Code's resume goes on from a record whose parent is missing, or already on
+    the chain: to the latest record of the same thread (main or side) written at most
+    ``GAP_WINDOW_MS`` before it and not on the chain yet; of records written at the same moment,
+    the first in the file. None past a longer gap: the chain ends there. (Claude Code 2.1.328's
+    chain walk, measured with the real agent on sessions with records taken out.)"""
+
+    def __init__(self, infos: Sequence[RecordInfo], by_id: dict[str, int]) -> None:
+        self.infos = infos
+        self.by_id = by_id
+        self._sides: dict[bool, tuple[list[int], list[int]]] = {}
+
+    def across(self, index: int, seen: set[int]) -> int | None:
+        time = _time(self.infos[index])
+        if time is None:
+            return None
+        times, indexes = self._timeline(self.infos[index].side)
+        position = bisect_right(times, time) - 1
+        while position >= 0 and indexes[position] in seen:
+            position -= 1
+        if position < 0 or time - times[position] > GAP_WINDOW_MS:
+            return None
+        return indexes[position]
+
+    def _timeline(self, side: bool) -> tuple[list[int], list[int]]:
+        """The thread's records by time; of equal times the first in the file comes last."""
+        if side not in self._sides:
+            entries = sorted(
+                (time, -index)
+                for index in self.by_id.values()
+                for info in (self.infos[index],)
+                if info.side == side
+                and info.kind != _NOT_A_STEP
+                and (time := _time(info)) is not None
+            )
+            self._sides[side] = ([time for time, _ in entries], [-index for _, index in entries])
+        return self._sides[side]
 
 
 def _whole_replies(infos: Sequence[RecordInfo], chain: list[int]) -> list[int]:

@@ -133,6 +133,27 @@ def _as_block(item: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
     return "system", None  # reasoning, tool lists, settings: not conversation
 
 
+def outline(messages: list[dict[str, Any]]) -> list[tuple[str, tuple[tuple[str, Any], ...]]]:
+    """What decides a conversation's shape, to compare a view with what an agent sent: each
+    message's role and its texts, calls and results, in order. Left out: system messages and the
+    system reminders Claude Code adds to user messages (its own context, not the session's)."""
+    shape = []
+    for message in messages:
+        if message.get("role") == "system":
+            continue
+        content = message.get("content")
+        parts: list[tuple[str, Any]] = []
+        for block in [{"type": "text", "text": content}] if isinstance(content, str) else content:
+            if _is(block, "text") and not block["text"].startswith("<system-reminder>"):
+                parts.append(("text", block["text"]))
+            elif _is(block, "tool_use"):
+                parts.append(("call", block["id"]))
+            elif _is(block, "tool_result"):
+                parts.append(("result", block["tool_use_id"]))
+        shape.append((message["role"], tuple(parts)))
+    return shape
+
+
 def text_of(content: Any) -> str:
     """A tool result's text: the string, or its text blocks joined."""
     if isinstance(content, str):
