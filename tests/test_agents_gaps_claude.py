@@ -104,6 +104,8 @@ def test_the_view_is_what_the_agent_sends_across_a_gap(
     session: Session, gap: str, tmp_path: Path
 ) -> None:
     copy = with_gap(session, tmp_path, GAPS[gap])
+    checked = run("check", copy.path)  # a gap in what the agent resumes is a problem (21.9)
+    assert checked.returncode == 1 and b"dangling-parent" in checked.stdout
     view = outline(view_of(copy.path))
     sent = outline(resume(copy).messages)[:-1]  # the last: the prompt of the resume
     assert view == sent

@@ -294,3 +294,112 @@ def test_a_marker_never_replaces_a_shorter_result_of_a_conversation(tmp_path: Pa
     assert json.loads(done.stdout) == conversation
     tokens = done.stderr.split(b"tokens ")[1].split(b" -> ")
     assert b": 0 tool results truncated" in done.stderr and tokens[0] == tokens[1].strip()
+
+
+def chain(count: int, seconds_apart: int = 10) -> list[dict]:
+    """A Claude Code session of ``count`` chained user and assistant records, all text."""
+    records = []
+    for number in range(count):
+        kind = ("user", "assistant")[number % 2]
+        message = {"role": kind, "content": f"message {number}"}
+        if kind == "assistant":
+            message = {
+                "id": f"msg_{number}",
+                **message,
+                "content": [{"type": "text", "text": "ok"}],
+            }
+        records.append(
+            {
+                "parentUuid": records[-1]["uuid"] if records else None,
+                "isSidechain": False,
+                "type": kind,
+                "message": message,
+                "uuid": f"00000000-0000-4000-8000-{number:012d}",
+                "sessionId": "s",
+                "timestamp": f"2026-12-01T10:{number * seconds_apart // 60:02d}:"
+                f"{number * seconds_apart % 60:02d}.000Z",
+            }
+        )
+    return records
+
+
+def checked(tmp_path: Path, records: list[dict]) -> tuple[int, dict]:
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    done = run("check", "--json", path)
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_a_parent_loop_in_what_the_agent_resumes_is_a_problem(tmp_path: Path) -> None:
+    """Issue 22.11: 40 records, the last its own parent, 39 out of the view: "healthy", exit 0."""
+    records = chain(40)
+    records[-1]["parentUuid"] = records[-1]["uuid"]
+    status, report = checked(tmp_path, records)
+    assert status == 1 and report["view_messages"] == 1
+    assert [(p["line"], p["kind"]) for p in report["problems"]] == [(40, "parent-loop")]
+    assert "line 40 -> line 40" in report["problems"][0]["detail"]
+    records = chain(40)
+    records[0]["parentUuid"] = records[39]["uuid"]  # the whole chain loops
+    status, report = checked(tmp_path, records)
+    assert status == 1 and report["view_messages"] == 40
+    assert [p["kind"] for p in report["problems"]] == ["parent-loop"]
+
+
+def test_a_loop_the_resume_does_not_read_is_a_note(tmp_path: Path) -> None:
+    records = chain(6)
+    records[1]["parentUuid"], records[2]["parentUuid"] = records[2]["uuid"], records[1]["uuid"]
+    records[2]["isSidechain"] = records[1]["isSidechain"] = True  # a subagent's, off the chain
+    records[3]["parentUuid"] = records[0]["uuid"]
+    status, report = checked(tmp_path, records)
+    assert status == 0 and report["problems"] == []
+    assert [(n["line"], n["kind"]) for n in report["notes"]] == [(2, "parent-loop")]
+
+
+def test_a_gap_in_what_the_agent_resumes_is_a_problem_and_elsewhere_a_note(tmp_path: Path) -> None:
+    """Issue 21.9: dangling parents the resume never follows made healthy sessions exit 1."""
+    records = chain(8)
+    records[5]["parentUuid"] = "00000000-0000-4000-8000-00000000dead"  # in the view: a gap
+    status, report = checked(tmp_path, records)
+    assert status == 1 and [p["kind"] for p in report["problems"]] == ["dangling-parent"]
+    assert report["view_messages"] == 3  # 10 s apart: the chain ends at the gap
+    boundary = {
+        "parentUuid": None,
+        "logicalParentUuid": "00000000-0000-4000-8000-00000000dead",  # pruned by the agent
+        "isSidechain": False,
+        "type": "system",
+        "subtype": "compact_boundary",
+        "uuid": "00000000-0000-4000-8000-00000000b0b0",
+        "sessionId": "s",
+        "timestamp": "2026-12-01T10:02:00.000Z",
+    }
+    after = chain(4)
+    after[0]["parentUuid"] = boundary["uuid"]
+    before = chain(4)
+    before[1]["parentUuid"] = "00000000-0000-4000-8000-00000000beef"  # before the boundary
+    for number, record in enumerate(after):
+        record["uuid"] = record["uuid"][:-4] + f"a{number:03d}"
+        if number:
+            record["parentUuid"] = after[number - 1]["uuid"]
+    status, report = checked(tmp_path, [*before, boundary, *after])
+    assert status == 0 and report["problems"] == [] and report["view_messages"] == 4
+    assert [(n["line"], n["kind"]) for n in report["notes"]] == [
+        (2, "dangling-parent"),
+        (5, "dangling-parent"),
+    ]
+    text = run("check", tmp_path / "s.jsonl").stdout.decode().splitlines()
+    assert text[0].endswith(": healthy, 2 notes")
+    assert text[1].endswith(
+        ": line 2: note: dangling-parent: parent "
+        "00000000-0000-4000-8000-00000000beef is in no record"
+    )
+
+
+def test_a_call_left_running_at_the_end_is_a_note_one_in_the_middle_a_problem(
+    tmp_path: Path,
+) -> None:
+    records = claude_records(["x" * 100, "y" * 100])
+    status, report = checked(tmp_path, records[:-1])  # the last call never got its result
+    assert status == 0 and [n["kind"] for n in report["notes"]] == ["unanswered-call"]
+    records[1]["message"]["content"] = "no result here"  # the first call's result is gone
+    status, report = checked(tmp_path, records)
+    assert status == 1 and [p["kind"] for p in report["problems"]] == ["unanswered-call"]

@@ -129,6 +129,9 @@ class ClaudeCode(AgentFormat):
                 groups.append([index])
         return [ViewMessage(tuple(group)) for group in groups]
 
+    def resumed(self, infos: Sequence[RecordInfo], view: Sequence[ViewMessage]) -> list[int]:
+        return _whole_replies(infos, _chain(infos))
+
     def store(self, record: Record, messages: list[dict[str, Any]], truncated: dict[Any, str]):
         # ``messages`` is the record's own message, already changed; its UI copy follows it
         if truncated and "toolUseResult" in record:

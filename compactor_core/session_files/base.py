@@ -115,11 +115,13 @@ class SessionFile:
 
 @dataclass
 class Problem:
-    """Something ``check`` found; ``line`` is 0 for the whole file."""
+    """Something ``check`` found; ``line`` is 0 for the whole file. A note does not break or
+    change what the agent resumes (``check`` exits 0 for notes)."""
 
     line: int
     kind: str  # torn-line, invalid-line, dangling-parent, orphan-result, unanswered-call, ...
     detail: str
+    note: bool = False
 
 
 class AgentFormat(ABC):
@@ -155,6 +157,13 @@ class AgentFormat(ABC):
     @abstractmethod
     def view(self, infos: Sequence[RecordInfo]) -> list[ViewMessage]:
         """The conversation view (SPEC §8.2) from the infos alone, oldest message first."""
+
+    def resumed(self, infos: Sequence[RecordInfo], view: Sequence[ViewMessage]) -> list[int]:
+        """The records the agent reads to rebuild the view (what ``check`` finds wrong in them
+        breaks or changes the resume): the view's own and those the agent passes on the way,
+        such as Claude Code's chain through records that are not conversation. By default the
+        view's records."""
+        return [index for message in view for index in message.records]
 
     # --- pass 2 ---
 
