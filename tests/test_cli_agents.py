@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import CORPUS, run, wait_until_open
+from helpers import CORPUS, TESTS, run, wait_until_open
 
 KIMI = CORPUS / "originals" / "cc_kimi_516b7270__full.jsonl"
 OLD = time.time() - 3600
@@ -136,13 +136,16 @@ def test_recursive_dry_run_json(tmp_path: Path) -> None:
     assert first.read_bytes() == original
 
 
+OLD_ID, NEW_ID = "516b7270-b0ab-4d34-9e4d-1f05c9ccd20a", "1284c080-f9cd-45f8-9942-ff58f5c517e5"
+
+
 def test_sessions_lists_newest_first_over_a_threshold(tmp_path: Path) -> None:
     home = tmp_path / "claude"
     project = home / "projects" / "-p"
     project.mkdir(parents=True)
-    session_copy(project, name="old.jsonl")
+    session_copy(project, name=f"{OLD_ID}.jsonl")
     newer = session_copy(
-        project, CORPUS / "originals" / "cc_entire_1284c080__full.jsonl", "new.jsonl"
+        project, CORPUS / "originals" / "cc_entire_1284c080__full.jsonl", f"{NEW_ID}.jsonl"
     )
     os.utime(newer, (OLD + 60, OLD + 60))
     env = {"CLAUDE_CONFIG_DIR": str(home), "CODEX_HOME": str(tmp_path / "none")}
@@ -151,12 +154,12 @@ def test_sessions_lists_newest_first_over_a_threshold(tmp_path: Path) -> None:
     )
     assert listed.returncode == 0, listed.stderr
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
-    assert [row["id"] for row in rows] == ["new", "old"]
+    assert [row["id"] for row in rows] == [NEW_ID, OLD_ID]
     assert all(row["agent"] == "claude" and row["in_use"] is None for row in rows)
     over = subprocess.run(
         [*_ctxpack(), "sessions", "--over", "35000"], capture_output=True, env={**os.environ, **env}
     )
-    assert b"new" in over.stdout and b"old.jsonl" not in over.stdout
+    assert NEW_ID.encode() in over.stdout and OLD_ID.encode() not in over.stdout
 
 
 def _ctxpack() -> list[str]:
@@ -403,3 +406,29 @@ def test_a_call_left_running_at_the_end_is_a_note_one_in_the_middle_a_problem(
     records[1]["message"]["content"] = "no result here"  # the first call's result is gone
     status, report = checked(tmp_path, records)
     assert status == 1 and [p["kind"] for p in report["problems"]] == ["unanswered-call"]
+
+
+def test_sessions_lists_only_the_agents_own_files(tmp_path: Path) -> None:
+    """Issue 21.7: a snapshot folder under ~/.codex/sessions/… gave the same rollout twice."""
+    claude, codex = tmp_path / "claude", tmp_path / "codex"
+    project = claude / "projects" / "-p"
+    project.mkdir(parents=True)
+    day = codex / "sessions" / "2026" / "12" / "01"
+    day.mkdir(parents=True)
+    rollout = day / "rollout-2026-12-01T10-00-00-0199e0c2-5b7a-7d43-9a27-2f2c5e8f2e1a.jsonl"
+    sessions = [
+        session_copy(project, name=f"{OLD_ID}.jsonl"),
+        session_copy(day, TESTS / "fixtures" / "codex" / "tools.jsonl", rollout.name),
+    ]
+    for path in sessions:  # snapshots beside them, where a user's run may have put them
+        for folder in (path.parent / ".transcripts", path.parent.parent / ".transcripts"):
+            done = micro(path, "--force", "--snapshot-dir", folder)
+            assert done.returncode == 0, done.stderr
+            run("restore", "--snapshot-dir", folder, path)
+    shutil.copyfile(sessions[0], project / "copy of the session.jsonl")
+    env = {"CLAUDE_CONFIG_DIR": str(claude), "CODEX_HOME": str(codex)}
+    listed = subprocess.run(
+        [*_ctxpack(), "sessions", "--json"], capture_output=True, env={**os.environ, **env}
+    )
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert sorted(row["path"] for row in rows) == sorted(map(str, sessions))

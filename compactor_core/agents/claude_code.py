@@ -23,6 +23,7 @@ the user is waiting on, and the calls its results answer, are still there on res
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ CHAIN_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"
 # How far back in time Claude Code 2.1.328 looks for the record a missing parent stood for.
 GAP_WINDOW_MS = 5000
 _NOT_A_STEP = "system:file_snapshot"  # never where a gap leads
+_SESSION_NAME = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\.jsonl")
 # Record types only Claude Code writes, for detection (conversation records have a uuid too).
 _OWN_TYPES = frozenset(
     {
@@ -175,14 +177,17 @@ class ClaudeCode(AgentFormat):
         return [boundary, summary, *_chained_copies(pending, summary, stamp, new_id)]
 
     def session_files(self, home: Path) -> Iterator[SessionFile]:
+        """``projects/<project>/<session id>.jsonl``: the only files Claude Code resumes (a
+        copy by another name, or a snapshot folder among them, is no session of its own)."""
         projects = home / "projects"
         if not projects.is_dir():
             return
         for project in sorted(projects.iterdir()):
-            if not project.is_dir():
+            if not project.is_dir() or project.name.startswith("."):
                 continue
             for path in sorted(project.glob("*.jsonl")):
-                yield SessionFile(path, path.stem, _cwd_of(path) or project.name)
+                if _SESSION_NAME.fullmatch(path.name) and path.is_file():
+                    yield SessionFile(path, path.stem, _cwd_of(path) or project.name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ A full compaction is appended the way Codex writes its own: a ``compacted`` reco
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
@@ -77,6 +78,7 @@ _ITEM_EVENTS = frozenset({"item_started", "item_updated", "item_completed"})
 _LOCAL_SHELL = "local_shell"
 Entry = tuple[int, int, str]  # a message of the view: (record index, message of it, side)
 _ROLLBACK = "thread_rolled_back"
+_ROLLOUT_NAME = re.compile(r"rollout-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-[0-9A-Za-z-]+\.jsonl")
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,11 +188,13 @@ class Codex(AgentFormat):
         return forget_projection(path)
 
     def session_files(self, home: Path) -> Iterator[SessionFile]:
+        """``sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``: the files Codex writes (a copy by
+        another name, or a snapshot folder among them, is no session of its own)."""
         sessions = home / "sessions"
         if not sessions.is_dir():
             return
-        for path in sorted(sessions.rglob("rollout-*.jsonl")):
-            if path.is_file():
+        for path in sorted(sessions.glob("*/*/*/rollout-*.jsonl")):
+            if _is_rollout(path, sessions):
                 meta = _session_meta(path)
                 session_id = meta.get("id") if isinstance(meta.get("id"), str) else None
                 cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else ""
@@ -474,6 +478,11 @@ def _timestamp(compaction: Compaction) -> str:
 
 
 # --- sessions on this machine --------------------------------------------------------------------
+
+
+def _is_rollout(path: Path, sessions: Path) -> bool:
+    dated = all(folder.isdigit() for folder in path.relative_to(sessions).parts[:3])
+    return dated and _ROLLOUT_NAME.fullmatch(path.name) is not None and path.is_file()
 
 
 def _session_meta(path: Path) -> dict[str, Any]:
