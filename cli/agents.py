@@ -143,7 +143,8 @@ def sessions(agent: str | None, over: int | None, min_idle: float, as_json: bool
                 "bytes": entry.size,
                 "tokens": entry.tokens,
                 "modified": datetime.fromtimestamp(entry.mtime).astimezone().isoformat(),
-                "in_use": entry.in_use,
+                "in_use": entry.in_use is not None,
+                "in_use_reason": entry.in_use,  # why it is in use (null when it is not)
             }
             io.write_stdout(dumps(row) + b"\n")
         return

@@ -175,7 +175,7 @@ def _stream(
 
 def _stream_destination(output: str | None) -> Destination:
     if output is None or output == io.STDIN:
-        return ToStream(io.write_stdout_chunks)
+        return ToStream(io.write_stdout_chunks, terminal=io.stdout_is_a_terminal())
     if is_url(output):
         return ToObject(output)
     return ToFile(Path(output))
@@ -249,7 +249,7 @@ def _report(
         elif out.stats:
             io.warn(report.stats_line(each))
         failures.extend(statuses)
-        if statuses and out.fail_fast:
+        if statuses and out.fail_fast and not report.in_use(each):  # a skip is no failure
             stop.set()
     listed = total is None
     total = len(done) if total is None else total

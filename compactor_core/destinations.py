@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from .atomic import NEW_FILE_MODE, atomic_write_chunks
 from .documents import Document, MessagesDocument, file_version
-from .errors import OutputError, SessionInUse, reading
+from .errors import OutputError, SessionInUse, UsageError, reading
 from .outcome import Outcome, Report
 from .pipeline import Subject
 from .settings import RunSettings
@@ -48,16 +48,26 @@ SOURCE, SETTINGS, TOKENS = "ctxpack-source", "ctxpack-settings", "ctxpack-tokens
 
 @dataclass(frozen=True)
 class ToStream:
-    """Standard output, or any stream: ``write`` takes the result's chunks (the front end's)."""
+    """Standard output, or any stream: ``write`` takes the result's chunks (the front end's).
+
+    ``terminal``: the stream is a terminal (the front end knows), where an agent's session file,
+    thousands of lines of JSON, is nobody's wish: the user forgot ``--in-place``, and is told.
+    """
 
     write_chunks: Callable[[Iterable[bytes]], None]
+    terminal: bool = False
     keeps_input = False
 
     def current(self, source: Source) -> Report | None:
         return None
 
     def prepare(self, document: Document, run: RunSettings) -> None:
-        pass
+        if self.terminal and document.guarded:
+            raise UsageError(
+                f"{document.label}: an agent's session file is not written to a terminal: add "
+                "--in-place to shrink it where it is (the original is kept), or -o FILE or a "
+                "redirection to write the result elsewhere"
+            )
 
     def write(
         self, document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool

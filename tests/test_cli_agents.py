@@ -155,7 +155,8 @@ def test_sessions_lists_newest_first_over_a_threshold(tmp_path: Path) -> None:
     assert listed.returncode == 0, listed.stderr
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert [row["id"] for row in rows] == [NEW_ID, OLD_ID]
-    assert all(row["agent"] == "claude" and row["in_use"] is None for row in rows)
+    assert all(row["agent"] == "claude" for row in rows)
+    assert all(row["in_use"] is False and row["in_use_reason"] is None for row in rows)
     over = subprocess.run(
         [*_ctxpack(), "sessions", "--over", "35000"], capture_output=True, env={**os.environ, **env}
     )
@@ -432,3 +433,64 @@ def test_sessions_lists_only_the_agents_own_files(tmp_path: Path) -> None:
     )
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert sorted(row["path"] for row in rows) == sorted(map(str, sessions))
+
+
+def test_a_session_in_use_is_skipped_not_failed_in_a_batch(tmp_path: Path) -> None:
+    """Issue 21.10: the batch line counted a session in use as failed."""
+    idle = session_copy(tmp_path, name="idle.jsonl")
+    busy = session_copy(tmp_path, name="busy.jsonl")
+    os.utime(busy)  # just written: its agent is at work
+    done = run("micro", "--in-place", "--json", idle, busy, cwd=tmp_path)
+    assert done.returncode == 75  # try again later
+    lines = done.stderr.decode().splitlines()
+    assert (
+        lines[0] == f"ctxpack: {busy}: in use by its agent (changed 0s ago, less than "
+        "--min-idle 60s): skipped, see --force"
+    )
+    assert ", 1 changed, 0 failed, " in lines[-1]
+    assert lines[-1].endswith(", 1 skipped (in use by their agent: see --force)")
+    report = json.loads(done.stdout)
+    assert (report["failed"], report["skipped"], report["in_use"]) == (0, 1, 1)
+    [skipped] = [result for result in report["results"] if result["skipped"]]
+    assert skipped["path"] == str(busy) and skipped["error"] is None
+    assert "in use by its agent" in skipped["in_use"]
+
+
+def test_sessions_json_says_in_use_as_a_boolean_and_why(tmp_path: Path) -> None:
+    project = tmp_path / "claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    os.utime(session_copy(project, name=f"{OLD_ID}.jsonl"))  # changed just now
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "CODEX_HOME": str(tmp_path / "none")}
+    listed = subprocess.run(
+        [*_ctxpack(), "sessions", "--json"], capture_output=True, env={**os.environ, **env}
+    )
+    [row] = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert row["in_use"] is True and "less than --min-idle 60s" in row["in_use_reason"]
+
+
+def test_a_session_file_is_not_poured_onto_a_terminal(tmp_path: Path) -> None:
+    """Issue 21.10: forgetting --in-place wrote the whole JSONL onto the terminal."""
+    import pty
+
+    path = session_copy(tmp_path)
+    controller, terminal = pty.openpty()
+    try:
+        done = subprocess.run(
+            [*_ctxpack(), "micro", str(path)], stdout=terminal, stderr=subprocess.PIPE, timeout=60
+        )
+        os.set_blocking(controller, False)
+        try:
+            written = os.read(controller, 1 << 16)
+        except BlockingIOError:
+            written = b""
+    finally:
+        os.close(controller)
+        os.close(terminal)
+    assert done.returncode == 2 and written == b""
+    assert done.stderr.decode() == (
+        f"ctxpack: {path}: an agent's session file is not written to a terminal: add "
+        "--in-place to shrink it where it is (the original is kept), or -o FILE or a "
+        "redirection to write the result elsewhere\n"
+    )
+    piped = run("micro", path)  # not a terminal: written as asked
+    assert piped.returncode == 0 and piped.stdout.count(b"\n") == path.read_bytes().count(b"\n")
