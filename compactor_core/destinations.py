@@ -105,6 +105,8 @@ class ToFile:
             chunks = iter((data,))
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError as error:  # a file where its folder must be
+            raise OutputError(f"{self.path}: cannot write: {error.filename} is a file") from None
         except OSError as error:
             raise OutputError(f"{self.path}: cannot write: {error.strerror or error}") from None
         mode = document.status.st_mode & 0o7777 if document.status else NEW_FILE_MODE
