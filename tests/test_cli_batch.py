@@ -647,7 +647,7 @@ def test_an_output_folder_that_cannot_be_made_fails_its_files_and_the_batch_goes
     source = tmp_path / "in"
     (source / "blocked").mkdir(parents=True)
     for name in ("a.json", "blocked/b.json", "blocked/c.json"):
-        (source / name).write_bytes(encode(session(3)))
+        (source / name).write_bytes(encode(session(6)))
     out = tmp_path / "out"
     out.mkdir()
     (out / "blocked").write_text("a file where a folder should be\n")
