@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CORPUS, CTXPACK, corpus_files, invoke, run, serve_in_background
+from helpers import (
+    CORPUS,
+    CTXPACK,
+    corpus_files,
+    invoke,
+    run,
+    serve_in_background,
+    still_running,
+)
 from test_batch import encode, expected_micro, mixed_folder, session, tree, write_session
 
 from compactor_core.atomic import TEMP_SUFFIX
@@ -679,3 +687,36 @@ def test_an_output_folder_on_a_read_only_mount_is_74(tmp_path: Path) -> None:
     assert sorted(stderr_lines(done)[:-1]) == [
         f"ctxpack: {mount}/out/{name}.json: cannot write: Read-only file system" for name in "ab"
     ]
+
+
+def test_workers_die_with_their_parent(tmp_path: Path) -> None:
+    """Issue 22.5: the batch's parent killed alone (18 of 40 runs) left its workers rewriting
+    files, then sleeping under PID 1. They die with it, wherever the batch is."""
+    import psutil
+
+    root = tmp_path / "d"
+    old = {
+        write_session(root / f"s{seed:03}.json", turns=8, size=1500, seed=seed): b""
+        for seed in range(160)
+    }
+    for path in old:
+        old[path] = path.read_bytes()
+    new = {path: expected_micro(path) for path in old}
+    command = [CTXPACK, "micro", "-i", "-r", str(root), "-j", "2", "--no-transcript"]
+    for trial in range(10):
+        for path, data in old.items():
+            path.write_bytes(data)
+        child = subprocess.Popen(command, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            wait_until_some_changed(old, child)
+            time.sleep(trial % 5 * 0.02)  # now and then a little later in the batch
+            workers = psutil.Process(child.pid).children(recursive=True)
+            assert len(workers) >= 2
+        finally:
+            child.kill()  # the parent only, as `kill -9 PID` would
+            child.wait()
+        survivors = still_running(workers, timeout=5)
+        for worker in survivors:
+            worker.kill()
+        assert survivors == [], f"trial {trial}: workers outlived their parent"
+        assert all(path.read_bytes() in (old[path], new[path]) for path in old)
