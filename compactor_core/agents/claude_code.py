@@ -143,7 +143,7 @@ class ClaudeCode(AgentFormat):
     def compaction_records(self, compaction: Compaction) -> list[Record]:
         last = compaction.last or {}
         shared = {key: last[key] for key in _SESSION_KEYS if key in last}
-        stamp = _timestamp(compaction)
+        stamp = compaction.stamp
         new_id: Callable[[], str] = compaction.new_id or _uuid4
         boundary: Record = {
             "parentUuid": None,
@@ -406,11 +406,6 @@ def _chained_copies(
         copies.append(copy)
         parent = copy["uuid"]
     return copies
-
-
-def _timestamp(compaction: Compaction) -> str:
-    now = compaction.now
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
 def _uuid4() -> str:

@@ -16,7 +16,9 @@ leaves the user messages of the history before it, then its ``message`` as a use
 records after it follow. Codex re-sends its own context (developer messages, the
 ``<environment_context>`` and AGENTS.md user messages) after a compaction by itself, so they are
 system messages here: a full compaction keeps them out of the summary and out of the
-``replacement_history`` it writes.
+``replacement_history`` it writes. So is the encrypted ``compaction`` item of a remote compaction
+(Codex with OpenAI's API: its model's summary of what came before, which only it can read): it
+is kept in the ``replacement_history``, before ctxpack's summary.
 
 Messages are in the core's Anthropic shape: a call is an assistant ``tool_use`` block, an output
 a user ``tool_result`` block. Consecutive assistant-side items are one message (one reply, its
@@ -121,7 +123,7 @@ class Codex(AgentFormat):
             legacy = kind == "compacted" and not isinstance(
                 payload.get("replacement_history"), list
             )
-            info.tag = Tag(sides, legacy)
+            info.tag = _tag(sides, legacy)
 
     def messages(self, record: Record) -> list[dict[str, Any]]:
         return [_message(item) for item in _conversation_items(record)]
@@ -168,10 +170,10 @@ class Codex(AgentFormat):
         return changed
 
     def compaction_records(self, compaction: Compaction) -> list[Record]:
-        stamp = _timestamp(compaction)
+        stamp = compaction.stamp
         text = SUMMARY_INTRO + compaction.summary
         summary = {"type": "message", "role": "user", "content": [_input_text(text)]}
-        history = [summary, *_pending_items(compaction)]
+        history = [*_earlier_compactions(compaction), summary, *_pending_items(compaction)]
         compacted = {"message": text, "replacement_history": history}
         records: list[Record] = [
             {"timestamp": stamp, "type": "compacted", "payload": compacted},
@@ -291,7 +293,12 @@ def _is_conversation(item: Any) -> bool:
     kind = item["type"]
     if kind == "message":
         return isinstance(item.get("role"), str)
-    return kind == "reasoning" or _is_call(item) or _is_output(item)
+    return kind == "reasoning" or _is_call(item) or _is_output(item) or _is_compaction(item)
+
+
+def _is_compaction(item: dict[str, Any]) -> bool:
+    """A remote compaction's item: the model's own summary of what came before, encrypted."""
+    return item.get("type") == "compaction" and isinstance(item.get("encrypted_content"), str)
 
 
 def _is_call(item: dict[str, Any]) -> bool:
@@ -313,6 +320,8 @@ def _call_id(item: dict[str, Any]) -> str | None:
 def _side(item: dict[str, Any]) -> str:
     if _is_output(item):
         return "results"
+    if _is_compaction(item):
+        return "compaction"
     if item.get("type") != "message":
         return "assistant"
     role = item.get("role")
@@ -357,6 +366,8 @@ def _message(item: dict[str, Any]) -> dict[str, Any]:
         return {"role": "user", "content": [block]}
     if _is_call(item):
         return {"role": "assistant", "content": [_tool_use(item)]}
+    if _is_compaction(item):  # sent again as it is, read by the model alone: kept, never summarized
+        return {"role": "system", "content": [{"type": "text", "text": item["encrypted_content"]}]}
     if item["type"] == "reasoning":
         summary = item.get("summary")
         texts = (
@@ -450,6 +461,18 @@ def _copied_calls(payload: dict[str, Any]) -> tuple[Any, ...]:
 # --- full compaction -----------------------------------------------------------------------------
 
 
+def _earlier_compactions(compaction: Compaction) -> list[dict[str, Any]]:
+    """The encrypted compaction items of the view, as they are in the file: what Codex's model
+    summarized before, which the new summary cannot replace (it cannot read them)."""
+    items: list[dict[str, Any]] = []
+    for message in compaction.view:
+        for index, part in message.pieces():
+            tag = compaction.infos[index].tag
+            if isinstance(tag, Tag) and part is not None and tag.sides[part] == "compaction":
+                items.append(_conversation_items(compaction.read(index))[part])
+    return items
+
+
 def _pending_items(compaction: Compaction) -> list[dict[str, Any]]:
     """The response items of the pending turn, in view order, as they are in the file."""
     items: list[dict[str, Any]] = []
@@ -470,11 +493,6 @@ def _next_ordinal(compaction: Compaction) -> int | None:
         return None
     lines_after = len(compaction.infos) - 1 - compaction.view[-1].records[-1]
     return ordinal + lines_after + 1
-
-
-def _timestamp(compaction: Compaction) -> str:
-    now = compaction.now
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
 # --- sessions on this machine --------------------------------------------------------------------

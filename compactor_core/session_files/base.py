@@ -102,6 +102,14 @@ class Compaction:
     now: datetime  # the time to stamp new records with (UTC, timezone-aware)
     path: Path | None = None  # the session file, when there is one
     new_id: Any = None  # a function () -> str giving fresh record ids (uuid4 by default)
+    # a function (record index) -> the record parsed afresh: for what the format carries over
+    # whole (Codex's encrypted compaction of what came before, which no summary can read)
+    read: Any = None
+
+    @property
+    def stamp(self) -> str:
+        """``now`` the way the agents write a record's time: ``2026-12-02T18:50:21.614Z``."""
+        return self.now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{self.now.microsecond // 1000:03d}Z"
 
 
 @dataclass(frozen=True)

@@ -290,5 +290,6 @@ class SessionSubject:
             now=self.around.now or datetime.now().astimezone(),
             path=self.around.path,
             new_id=self.around.new_id,
+            read=lambda number: read_record(handle, index.infos[number], index.source),
         )
         return tuple(index.format.compaction_records(compaction))

@@ -25,6 +25,7 @@ _OUTPUT_ITEMS = ("function_call_output", "custom_tool_call_output")
 class Conversation:
     messages: list[dict[str, Any]]
     size: int  # bytes of the conversation as the agent sent it (messages / input, JSON)
+    compactions: tuple[str, ...] = ()  # Codex: the encrypted compaction items it sent
 
     @property
     def calls(self) -> dict[str, str]:
@@ -109,7 +110,10 @@ def codex_conversation(body: dict[str, Any]) -> Conversation:
             messages[-1]["content"].append(block)
         else:
             messages.append({"role": role, "content": [block]})
-    return Conversation(messages, len(json.dumps(items, ensure_ascii=False).encode()))
+    compactions = tuple(
+        item["encrypted_content"] for item in items if item.get("type") == "compaction"
+    )
+    return Conversation(messages, len(json.dumps(items, ensure_ascii=False).encode()), compactions)
 
 
 def _as_block(item: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:

@@ -27,7 +27,12 @@ def resume(session: Session, prompt: str = RESUME_PROMPT) -> Conversation:
             run_claude(home, session.project, prompt, server, resume=session.session_id).check()
             return claude_conversation(_without_home(server.model_requests[-1].body, session))
         run_codex(
-            CodexHome(session.root), session.project, prompt, server, resume=session.session_id
+            CodexHome(session.root),
+            session.project,
+            prompt,
+            server,
+            resume=session.session_id,
+            remote_compaction=session.remote_compaction,
         ).check()
         return codex_conversation(_without_home(server.model_requests[-1].body, session))
 
