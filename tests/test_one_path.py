@@ -45,7 +45,9 @@ def test_a_url_snapshot_folder_keeps_the_original_of_any_input(tmp_path: Path, w
     if where == "session file":
         path = tmp_path / "s.jsonl"
         path.write_bytes(CLAUDE_SESSION.read_bytes())
-        done = invoke("micro", "-i", "--force", "--snapshot-dir", prefix, path)
+        done = invoke(
+            "micro", "-i", "--force", "--keep-recent", "1", "--snapshot-dir", prefix, path
+        )
         original = CLAUDE_SESSION.read_bytes()
     elif where == "file":
         path = tmp_path / "a.json"

@@ -32,8 +32,8 @@ A full compaction is appended the way Codex writes its own: a ``compacted`` reco
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
-from contextlib import closing
+from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -41,14 +41,16 @@ from typing import Any
 
 import orjson
 
+from ..session_files.agent_indexes import forget_projection
 from ..session_files.base import (
     AgentFormat,
     Compaction,
     Record,
     RecordInfo,
     SessionFile,
-    ViewMessage,
+    ViewMessages,
 )
+from ..session_files.table import RecordTable
 from ..session_files.ui_copies import shrink_strings
 
 RECORD_TYPES = frozenset(
@@ -78,7 +80,10 @@ _SYSTEM_ROLES = frozenset({"developer", "system"})
 _OUTPUT_KEYS = ("stdout", "stderr", "aggregated_output", "formatted_output", "output", "result")
 _ITEM_EVENTS = frozenset({"item_started", "item_updated", "item_completed"})
 _LOCAL_SHELL = "local_shell"
-Entry = tuple[int, int, str]  # a message of the view: (record index, message of it, side)
+# Each message's side, in ``Tag.sides`` (their codes are their places here).
+_SIDES = ("assistant", "results", "user", "summary", "system", "compaction")
+_USER = _SIDES.index("user")
+_JOINED = (_SIDES.index("assistant"), _SIDES.index("results"))  # a run of them is one message
 _ROLLBACK = "thread_rolled_back"
 _ROLLOUT_NAME = re.compile(r"rollout-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-[0-9A-Za-z-]+\.jsonl")
 
@@ -88,7 +93,8 @@ class Tag:
     """What ``view`` needs to know of a record beyond its info (``RecordInfo.tag``)."""
 
     # per message of the record: "assistant" (a reply's items), "results" (call outputs),
-    # "user" (a user's turn), "summary" (a compaction's), "system" (Codex's own context)
+    # "user" (a user's turn), "summary" (a compaction's), "system" (Codex's own context),
+    # "compaction" (a remote compaction's encrypted item)
     sides: tuple[str, ...] = ()
     legacy: bool = False  # a compaction without replacement_history
     rollback: int = 0  # user turns a thread_rolled_back event drops
@@ -128,26 +134,26 @@ class Codex(AgentFormat):
     def messages(self, record: Record) -> list[dict[str, Any]]:
         return [_message(item) for item in _conversation_items(record)]
 
-    def view(self, infos: Sequence[RecordInfo]) -> list[ViewMessage]:
-        instructions: list[Entry] = []  # the first session_meta's: sent before everything
-        history: list[Entry] = []  # oldest first
-        for index, info in enumerate(infos):
-            tag = info.tag
+    def view(self, infos: RecordTable) -> ViewMessages:  # type: ignore[override]
+        instructions = _Entries()  # the first session_meta's: sent before everything
+        history = _Entries()  # oldest first
+        for index in range(len(infos)):
+            tag = infos.tag(index)
             if not isinstance(tag, Tag):
                 continue
-            own = [(index, part, side) for part, side in enumerate(tag.sides)]
-            if info.kind == "compacted":
+            kind = infos.kind(index)
+            if kind == "compacted":
                 # the newest compaction replaces what came before; a legacy one keeps the
                 # user's messages of it
-                history = [entry for entry in history if entry[2] == "user"] if tag.legacy else []
-                history.extend(own)
-            elif info.kind == "response_item":
-                history.extend(own)
-            elif info.kind == "session_meta" and not instructions:
-                instructions = own
+                history = history.users() if tag.legacy else _Entries()
+                history.extend(index, tag.sides)
+            elif kind == "response_item":
+                history.extend(index, tag.sides)
+            elif kind == "session_meta" and not instructions:
+                instructions.extend(index, tag.sides)
             elif tag.rollback:
-                history = _rolled_back(history, tag.rollback)
-        return _grouped(instructions + history)
+                history.roll_back(tag.rollback)
+        return _grouped(instructions, history)
 
     def store(self, record: Record, messages: list[dict[str, Any]], truncated: dict[Any, str]):
         for item, message in zip(_conversation_items(record), messages, strict=True):
@@ -187,7 +193,7 @@ class Codex(AgentFormat):
         return records
 
     def after_replace(self, path: Path) -> str | None:
-        return forget_projection(path)
+        return forget_projection(path, _session_meta(path).get("id"))
 
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         """``sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``: the files Codex writes (a copy by
@@ -207,44 +213,6 @@ class Codex(AgentFormat):
 def _tag(sides: tuple[str, ...], legacy: bool) -> Tag:
     # one shared Tag per shape: a rollout of millions of lines has a handful of them
     return Tag(sides, legacy)
-
-
-# --- Codex's own index of the thread ------------------------------------------------------------
-
-# Codex 0.169 projects each rollout into CODEX_HOME/thread_history_N.sqlite and reads on from the
-# byte offset it stopped at; after a rollout is rewritten those offsets point into the old file,
-# and the next lines Codex projects are read from the wrong place. Without a thread's rows Codex
-# projects its rollout afresh (measured with the real Codex), so they are deleted.
-_PROJECTION_TABLES = ("thread_items", "thread_turns", "thread_history_projection_state")
-
-
-def forget_projection(path: Path) -> str | None:
-    """Delete the thread's projection rows, so Codex rebuilds them from the rollout at ``path``.
-
-    Nothing to do outside a ``CODEX_HOME/sessions/YYYY/MM/DD/`` folder or without the database.
-    A warning line if the database could not be changed.
-    """
-    import sqlite3  # only a rewritten rollout needs it
-
-    home = path.parents[4] if len(path.parents) > 4 else None
-    if home is None or path.parents[3].name != "sessions":
-        return None
-    thread = _session_meta(path).get("id")
-    if not isinstance(thread, str):
-        return None
-    for database in sorted(home.glob("thread_history_*.sqlite")):
-        try:
-            with closing(sqlite3.connect(database, timeout=5)) as connection, connection:
-                tables = {row[0] for row in connection.execute(_TABLES)}
-                for table in _PROJECTION_TABLES:
-                    if table in tables:
-                        connection.execute(f"DELETE FROM {table} WHERE thread_id = ?", (thread,))
-        except sqlite3.Error as error:
-            return f"{database}: could not reset Codex's thread history of {thread}: {error}"
-    return None
-
-
-_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table'"
 
 
 # --- records and their items ---------------------------------------------------------------------
@@ -407,26 +375,48 @@ def _input_text(text: str) -> dict[str, str]:
 # --- the view ------------------------------------------------------------------------------------
 
 
-def _rolled_back(history: list[Entry], turns: int) -> list[Entry]:
-    """The history without its newest ``turns`` user turns (each from a user message on)."""
-    starts = [number for number, entry in enumerate(history) if entry[2] == "user"]
-    if turns <= 0 or not starts:
-        return history
-    return history[: starts[-min(turns, len(starts))]]
+class _Entries:
+    """Messages of the view, in order: (record, message of it, side) in three arrays."""
+
+    def __init__(self) -> None:
+        self.records, self.parts, self.sides = array("i"), array("i"), array("B")
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def extend(self, index: int, sides: tuple[str, ...]) -> None:
+        for part, side in enumerate(sides):
+            self.records.append(index)
+            self.parts.append(part)
+            self.sides.append(_SIDES.index(side))
+
+    def users(self) -> _Entries:
+        kept = _Entries()
+        for record, part, side in zip(self.records, self.parts, self.sides, strict=True):
+            if side == _USER:
+                kept.records.append(record)
+                kept.parts.append(part)
+                kept.sides.append(side)
+        return kept
+
+    def roll_back(self, turns: int) -> None:
+        """Drop the newest ``turns`` user turns (each from a user message on)."""
+        starts = [number for number, side in enumerate(self.sides) if side == _USER]
+        if turns <= 0 or not starts:
+            return
+        cut = starts[-min(turns, len(starts))]
+        del self.records[cut:], self.parts[cut:], self.sides[cut:]
 
 
-def _grouped(history: list[Entry]) -> list[ViewMessage]:
+def _grouped(*runs: _Entries) -> ViewMessages:
     """View messages: consecutive assistant-side items are one, so are consecutive outputs."""
-    groups: list[list[Entry]] = []
-    for entry in history:
-        if groups and entry[2] in ("assistant", "results") and groups[-1][-1][2] == entry[2]:
-            groups[-1].append(entry)
-        else:
-            groups.append([entry])
-    return [
-        ViewMessage(tuple(index for index, _, _ in group), tuple(part for _, part, _ in group))
-        for group in groups
-    ]
+    view = ViewMessages()
+    previous = None
+    for run in runs:
+        for record, part, side in zip(run.records, run.parts, run.sides, strict=True):
+            view.add_piece(record, part, join=side in _JOINED and side == previous)
+            previous = side
+    return view
 
 
 def _rollback_turns(payload: dict[str, Any]) -> int:

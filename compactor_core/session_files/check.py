@@ -20,11 +20,14 @@ Blank lines are neither: every agent skips them.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from .base import Problem
-from .index import INVALID, SessionIndex, index_session
+from ..tools import tool_calls
+from .base import Problem, RecordInfo
+from .index import INVALID, SessionIndex, index_session, read_record
+from .keys import NONE, KeyMap, key
 from .registry import agent_formats
+from .table import MISSING, result_holders
 
 if TYPE_CHECKING:
     from ..documents import SessionDocument
@@ -34,7 +37,7 @@ def check_report(document: SessionDocument) -> dict[str, Any]:
     """What ``ctxpack check`` says of a session file: its make-up, every problem and note."""
     others = [other for other in agent_formats() if other.name != document.format.name]
     session = index_session(document.handle, document.format, document.label, others)
-    found = findings(session)
+    found = findings(session, document.handle)
     return {
         "file": document.label,
         "format": document.format.name,
@@ -52,110 +55,137 @@ def _described(finding: Problem) -> dict[str, Any]:
     return {"line": finding.line, "kind": finding.kind, "detail": finding.detail}
 
 
-def problems(session: SessionIndex) -> list[Problem]:
+def problems(session: SessionIndex, handle: BinaryIO | None = None) -> list[Problem]:
     """What breaks or changes the resume."""
-    return [finding for finding in findings(session) if not finding.note]
+    return [finding for finding in findings(session, handle) if not finding.note]
 
 
-def findings(session: SessionIndex) -> list[Problem]:
-    """Every problem and note, in the order of the file."""
+def findings(session: SessionIndex, handle: BinaryIO | None = None) -> list[Problem]:
+    """Every problem and note, in the order of the file; with the file's ``handle``, the ids
+    they name are spelled as in the file (the index keeps their keys)."""
     resumed = set(session.format.resumed(session.infos, session.view))
+    spell = _Speller(session, handle)
     found = [
         *_line_problems(session),
-        *_id_findings(session, resumed),
+        *_id_findings(session, resumed, spell),
         *_loops(session, resumed),
-        *_pair_findings(session),
+        *_pair_findings(session, spell),
     ]
     return sorted(found, key=lambda finding: finding.line)
 
 
+class _Speller:
+    """An id as the file spells it: its record read again and indexed afresh by the format."""
+
+    def __init__(self, session: SessionIndex, handle: BinaryIO | None) -> None:
+        self.session = session
+        self.handle = handle
+
+    def __call__(self, index: int, item: int) -> Any:
+        if self.handle is None:
+            return item
+        session = self.session
+        record = read_record(self.handle, session.infos, index, session.source)
+        info = RecordInfo(session.infos.line(index), 0, 0)
+        session.format.index(record, info)
+        spelled = [info.id, info.parent, info.logical_parent, *info.copies]
+        for message in session.format.messages(record):
+            spelled += [call for call, _ in tool_calls(message)]
+            spelled += [call for call, _ in result_holders([message])]
+        return next((value for value in spelled if value is not None and key(value) == item), item)
+
+
 def _line_problems(session: SessionIndex) -> Iterator[Problem]:
-    last = len(session.infos) - 1
-    for index, info in enumerate(session.infos):
-        if info.kind == INVALID:
-            if index == last and not session.ends_with_newline:
-                yield Problem(info.line, "torn-line", f"torn last line: {info.problem}")
-            else:
-                yield Problem(info.line, "invalid-line", str(info.problem))
-        elif info.problem:  # a valid record that something else said is out of place
-            yield Problem(info.line, "foreign-record", info.problem)
-
-
-def _id_findings(session: SessionIndex, resumed: set[int]) -> Iterator[Problem]:
     infos = session.infos
-    first: dict[str, int] = {}
-    for index, info in enumerate(infos):
-        if info.id is None:
+    last = len(infos) - 1
+    for index in range(len(infos)):
+        line, problem = infos.line(index), infos.problem(index)
+        if infos.kind(index) == INVALID:
+            if index == last and not session.ends_with_newline:
+                yield Problem(line, "torn-line", f"torn last line: {problem}")
+            else:
+                yield Problem(line, "invalid-line", str(problem))
+        elif problem:  # a valid record that something else said is out of place
+            yield Problem(line, "foreign-record", problem)
+
+
+def _id_findings(session: SessionIndex, resumed: set[int], spell: _Speller) -> Iterator[Problem]:
+    infos = session.infos
+    first = KeyMap("l")
+    for index in range(len(infos)):
+        item = infos.id(index)
+        if item == NONE:
             continue
-        if info.id not in first:
-            first[info.id] = index
+        other = first.get(item)
+        if other is None:
+            first[item] = index
             continue
-        other = first[info.id]
-        shared = f"id {info.id} is also on line {infos[other].line}"
-        yield Problem(info.line, "duplicate-id", shared, note=not {index, other} & resumed)
-    for index, info in enumerate(infos):
-        if info.parent is not None and info.parent not in first:
+        shared = f"id {spell(index, item)} is also on line {infos.line(other)}"
+        yield Problem(infos.line(index), "duplicate-id", shared, note=not {index, other} & resumed)
+    for index in range(len(infos)):
+        line = infos.line(index)
+        if infos.parent_at(index) == MISSING:
             gap = index in resumed
-            detail = f"parent {info.parent} is in no record"
+            detail = f"parent {spell(index, infos.parent_key(index))} is in no record"
             if gap:
                 detail += ": a gap in what the agent resumes (it guesses, or stops there)"
-            yield Problem(info.line, "dangling-parent", detail, note=not gap)
-        if info.logical_parent is not None and info.logical_parent not in first:
+            yield Problem(line, "dangling-parent", detail, note=not gap)
+        logical = infos.logical_parent(index)
+        if logical is not None and logical not in first:
             # across a compaction: never followed by a resume
-            detail = f"logical parent {info.logical_parent} is in no record"
-            yield Problem(info.line, "dangling-parent", detail, note=True)
+            detail = f"logical parent {spell(index, logical)} is in no record"
+            yield Problem(line, "dangling-parent", detail, note=True)
 
 
 def _loops(session: SessionIndex, resumed: set[int]) -> Iterator[Problem]:
     """Parent links that come back to where they started, each loop once."""
     infos = session.infos
-    by_id = {info.id: index for index, info in enumerate(infos) if info.id is not None}
-    state = [0] * len(infos)  # 0: not seen, 1: on the path being followed, 2: done
+    state = bytearray(len(infos))  # 0: not seen, 1: on the path being followed, 2: done
     for start in range(len(infos)):
         path: list[int] = []
-        index: int | None = start
-        while index is not None and state[index] == 0:
+        index = start
+        while index >= 0 and state[index] == 0:
             state[index] = 1
             path.append(index)
-            parent = infos[index].parent
-            index = by_id.get(parent) if parent is not None else None
-        if index is not None and state[index] == 1:  # back on this path: a loop
+            index = infos.parent_at(index)  # NO_PARENT and MISSING end it
+        if index >= 0 and state[index] == 1:  # back on this path: a loop
             loop = path[path.index(index) :]
-            lines = " -> ".join(f"line {infos[n].line}" for n in (*loop, loop[0]))
+            lines = " -> ".join(f"line {infos.line(n)}" for n in (*loop, loop[0]))
             detail = f"parent links loop: {lines}"
-            yield Problem(infos[loop[0]].line, "parent-loop", detail, note=not set(loop) & resumed)
+            note = not set(loop) & resumed
+            yield Problem(infos.line(loop[0]), "parent-loop", detail, note=note)
         for done in path:
             state[done] = 2
 
 
-def _pair_findings(session: SessionIndex) -> Iterator[Problem]:
+def _pair_findings(session: SessionIndex, spell: _Speller) -> Iterator[Problem]:
     """Calls and results of the view that have no partner in it."""
-    asked: dict[Any, tuple[int, int]] = {}  # call id -> (line, view message) awaiting its result
-    answered: set[Any] = set()
+    infos = session.infos
+    asked: dict[int, tuple[int, int]] = {}  # call key -> (record, view message) awaiting it
+    answered: set[int] = set()
     for number, message in enumerate(session.view):
-        pieces = [(session.infos[index], part) for index, part in message.pieces()]
-        for info, part in pieces:
-            for result in info.results:
+        pieces = message.pieces()
+        for index, part in pieces:
+            for result in infos.results(index) if infos.has_results(index) else ():
                 if part is not None and result.part != part:
                     continue
                 if result.call_id in asked:
                     del asked[result.call_id]
                     answered.add(result.call_id)
                 elif result.call_id not in answered:
-                    yield Problem(
-                        info.line,
-                        "orphan-result",
-                        f"tool result for {result.call_id} without its call in the view",
-                    )
-        for info, part in pieces:
-            for call_id, _, call_part in info.calls:
+                    call = spell(index, result.call_id)
+                    detail = f"tool result for {call} without its call in the view"
+                    yield Problem(infos.line(index), "orphan-result", detail)
+        for index, part in pieces:
+            for call_id, _, call_part in infos.calls(index):
                 if part is None or call_part == part:
-                    asked[call_id] = (info.line, number)
+                    asked[call_id] = (index, number)
     last = len(session.view) - 1
-    for call_id, (line, number) in asked.items():
+    for call_id, (index, number) in asked.items():
+        call = spell(index, call_id)
         if number == last:
-            detail = f"tool call {call_id} has no result: it was running when the agent stopped"
-            yield Problem(line, "unanswered-call", detail, note=True)
+            detail = f"tool call {call} has no result: it was running when the agent stopped"
+            yield Problem(infos.line(index), "unanswered-call", detail, note=True)
         else:
-            detail = f"tool call {call_id} has no result in the view (the agent drops it)"
-            yield Problem(line, "unanswered-call", detail)
+            detail = f"tool call {call} has no result in the view (the agent drops it)"
+            yield Problem(infos.line(index), "unanswered-call", detail)
