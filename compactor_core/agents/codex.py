@@ -135,25 +135,27 @@ class Codex(AgentFormat):
         return [_message(item) for item in _conversation_items(record)]
 
     def view(self, infos: RecordTable) -> ViewMessages:  # type: ignore[override]
-        instructions = _Entries()  # the first session_meta's: sent before everything
-        history = _Entries()  # oldest first
+        instructions = array("q")  # the first session_meta's: sent before everything
+        history = array("q")  # oldest first
         for index in range(len(infos)):
             tag = infos.tag(index)
             if not isinstance(tag, Tag):
                 continue
             kind = infos.kind(index)
+            own = [_entry(index, part, side) for part, side in enumerate(tag.sides)]
             if kind == "compacted":
                 # the newest compaction replaces what came before; a legacy one keeps the
                 # user's messages of it
-                history = history.users() if tag.legacy else _Entries()
-                history.extend(index, tag.sides)
+                users = (entry for entry in history if _side_of(entry) == _USER)
+                history = array("q", users if tag.legacy else ())
+                history.extend(own)
             elif kind == "response_item":
-                history.extend(index, tag.sides)
+                history.extend(own)
             elif kind == "session_meta" and not instructions:
-                instructions.extend(index, tag.sides)
+                instructions.extend(own)
             elif tag.rollback:
-                history.roll_back(tag.rollback)
-        return _grouped(instructions, history)
+                history = _rolled_back(history, tag.rollback)
+        return _grouped(instructions + history)
 
     def store(self, record: Record, messages: list[dict[str, Any]], truncated: dict[Any, str]):
         for item, message in zip(_conversation_items(record), messages, strict=True):
@@ -375,47 +377,33 @@ def _input_text(text: str) -> dict[str, str]:
 # --- the view ------------------------------------------------------------------------------------
 
 
-class _Entries:
-    """Messages of the view, in order: (record, message of it, side) in three arrays."""
-
-    def __init__(self) -> None:
-        self.records, self.parts, self.sides = array("i"), array("i"), array("B")
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-    def extend(self, index: int, sides: tuple[str, ...]) -> None:
-        for part, side in enumerate(sides):
-            self.records.append(index)
-            self.parts.append(part)
-            self.sides.append(_SIDES.index(side))
-
-    def users(self) -> _Entries:
-        kept = _Entries()
-        for record, part, side in zip(self.records, self.parts, self.sides, strict=True):
-            if side == _USER:
-                kept.records.append(record)
-                kept.parts.append(part)
-                kept.sides.append(side)
-        return kept
-
-    def roll_back(self, turns: int) -> None:
-        """Drop the newest ``turns`` user turns (each from a user message on)."""
-        starts = [number for number, side in enumerate(self.sides) if side == _USER]
-        if turns <= 0 or not starts:
-            return
-        cut = starts[-min(turns, len(starts))]
-        del self.records[cut:], self.parts[cut:], self.sides[cut:]
+def _entry(index: int, part: int, side: str) -> int:
+    """A message of the view in one number: its record, which message of it, its side."""
+    return index << 27 | part << 3 | _SIDES.index(side)  # up to 16M messages a record
 
 
-def _grouped(*runs: _Entries) -> ViewMessages:
+def _side_of(entry: int) -> int:
+    return entry & 7
+
+
+def _rolled_back(history: array, turns: int) -> array:
+    """The history without its newest ``turns`` user turns (each from a user message on)."""
+    starts = [number for number, entry in enumerate(history) if _side_of(entry) == _USER]
+    if turns <= 0 or not starts:
+        return history
+    return history[: starts[-min(turns, len(starts))]]
+
+
+def _grouped(entries: array) -> ViewMessages:
     """View messages: consecutive assistant-side items are one, so are consecutive outputs."""
     view = ViewMessages()
     previous = None
-    for run in runs:
-        for record, part, side in zip(run.records, run.parts, run.sides, strict=True):
-            view.add_piece(record, part, join=side in _JOINED and side == previous)
-            previous = side
+    for entry in entries:
+        side = _side_of(entry)
+        view.add_piece(
+            entry >> 27, entry >> 3 & 0xFFFFFF, join=side in _JOINED and side == previous
+        )
+        previous = side
     return view
 
 
