@@ -104,7 +104,7 @@ def _count(number: int, what: str) -> str:
 )
 @click.option(
     "--agent",
-    type=click.Choice(["claude", "codex"]),
+    type=click.Choice(["claude", "codex", "gemini", "qwen", "pi", "copilot"]),
     help="Only this agent's sessions [default: every agent's].",
 )
 @click.option(

@@ -137,6 +137,21 @@ class ViewMessages(Sequence[ViewMessage]):
         return (self[number] for number in range(len(self)))
 
 
+def by_role(pieces: list[tuple[int, int, str]]) -> list[ViewMessage]:
+    """View messages from (record, part, role) in order: consecutive parts of one role are one
+    message, as the agent joins them into one turn."""
+    groups: list[list[tuple[int, int, str]]] = []
+    for piece in pieces:
+        if groups and groups[-1][-1][2] == piece[2]:
+            groups[-1].append(piece)
+        else:
+            groups.append([piece])
+    return [
+        ViewMessage(tuple(index for index, _, _ in group), tuple(part for _, part, _ in group))
+        for group in groups
+    ]
+
+
 @dataclass(frozen=True)
 class Compaction:
     """What a full compaction hands the format to write: it returns the records to append."""

@@ -37,6 +37,9 @@ class MicroPlan:
     outputs: MarkedOutputs  # call id -> tool name of every output that gets the marker
     copies: LineSet  # other records holding UI copies of those outputs
     results: int  # tool results that get the marker
+    # records of ``records`` that also hold parts of the newest turns: those parts stay whole
+    # (one record may hold a whole history, as Gemini CLI's checkpoints do)
+    kept_parts: dict[int, frozenset[int]] = field(default_factory=dict)
 
     def touches(self, index: int) -> bool:
         return index in self.records or index in self.copies
@@ -67,24 +70,37 @@ def plan_micro(session: SessionIndex, settings: Settings) -> MicroPlan:
     infos = session.infos
     settings = replace(settings, compat=False)  # a session file is never a BareAgent conversation
     kept = _newest_result_turns(session, max(settings.keep_recent, 0))
+    whole = {index for index, part in kept if part is None}
+    kept_parts: dict[int, set[int]] = {}
+    for index, part in kept:
+        if part is not None and index not in whole:
+            kept_parts.setdefault(index, set()).add(part)
+    kept_calls = {
+        result.call_id
+        for index, part in kept
+        for result in infos.results(index)
+        if part is None or result.part == part
+    }
     records, outputs, results = LineSet(len(infos)), MarkedOutputs(session), 0
     for index, call, chars, mark in infos.result_rows():
-        if index in kept or mark & 1:  # kept whole, or a marker already
-            continue
+        if index in whole or mark & 1 or mark >> 1 in kept_parts.get(index, ()):
+            continue  # kept whole, or a marker already
         if worth_a_marker(session.tool(call, UNKNOWN_TOOL), chars, settings):
             records.add(index)
-            outputs.add(call)
             results += 1
+            if call not in kept_calls:
+                outputs.add(call)
     copies = LineSet(len(infos))
     for index, call in infos.copy_rows():
-        if index not in kept and call in outputs:
+        if index not in whole and call in outputs:
             copies.add(index)
-    return MicroPlan(records, outputs, copies, results)
+    partly = {index: frozenset(parts) for index, parts in kept_parts.items() if index in records}
+    return MicroPlan(records, outputs, copies, results, partly)
 
 
-def _newest_result_turns(session: SessionIndex, keep: int) -> set[int]:
-    """The records of the view's newest ``keep`` tool-result turns (SPEC §2, by the core's
-    rule: ``tools.tool_result_turns``, on what the index knows of each message)."""
+def _newest_result_turns(session: SessionIndex, keep: int) -> set[tuple[int, int | None]]:
+    """The pieces (record, part) of the view's newest ``keep`` tool-result turns (SPEC §2, by
+    the core's rule: ``tools.tool_result_turns``, on what the index knows of each message)."""
     if not keep:
         return set()
     infos, view = session.infos, session.view
@@ -102,7 +118,7 @@ def _newest_result_turns(session: SessionIndex, keep: int) -> set[int]:
     if not turns:
         return set()
     first = turns[-min(keep, len(turns))]  # its messages, and those after it (none holds one)
-    return {index for number in range(first, len(view)) for index in view[number].records}
+    return {piece for number in range(first, len(view)) for piece in view[number].pieces()}
 
 
 def _holds_results(infos: RecordTable, index: int, part: int | None) -> bool:
@@ -122,7 +138,9 @@ def micro_change(session: SessionIndex, plan: MicroPlan, settings: Settings):
         changed = False
         if index in plan.records:
             messages = agent_format.messages(record)
-            holders = list(result_holders(messages))
+            kept = plan.kept_parts.get(index, frozenset())
+            candidates = [m for part, m in enumerate(messages) if part not in kept]
+            holders = list(result_holders(candidates))
             before = [is_marker(holder.get("content")) for _, holder in holders]
             calls = {call_id for call_id, _ in holders if isinstance(call_id, str)}
             asked = {
@@ -133,13 +151,13 @@ def micro_change(session: SessionIndex, plan: MicroPlan, settings: Settings):
                     if session.tool(call_id) is not None
                 ],
             }
-            compacted = micro_compact([asked, *messages], every_result)[0][1:]
+            compacted = micro_compact([asked, *candidates], every_result)[0][1:]
             truncated = {
                 call_id: session.tool(call_id, UNKNOWN_TOOL)
                 for (call_id, holder), was in zip(result_holders(compacted), before, strict=True)
                 if not was and is_marker(holder.get("content"))
             }
-            for message, now in zip(messages, compacted, strict=True):
+            for message, now in zip(candidates, compacted, strict=True):
                 if now is not message:  # the format's messages may be the record's own dicts
                     message.clear()
                     message.update(now)
@@ -252,6 +270,11 @@ class SessionSubject:
 
     def tokens_without_summary(self, pending: PendingTurn, lang: str) -> int:
         return self._appended_tokens(self._compaction("", [], pending))
+
+    def for_the_cache(self, provider: Any, keeper: Any, dry_run: bool) -> None:
+        """None: a session file keeps the every-turn rules. Its agent resumes it after being
+        idle, when the provider's cache has expired anyway, so nothing is saved by waiting."""
+        return None
 
     # --- what the writer needs ---
 
