@@ -25,7 +25,7 @@ from agents.resume import resume
 from agents.sessions import Session, Workload, make_codex_session
 from helpers import run
 
-from compactor_core.agents.codex import SUMMARY_INTRO
+from compactor_core.boilerplate import CODEX_SUMMARY_INTRO
 
 
 @pytest.fixture(scope="module")
@@ -91,5 +91,6 @@ def test_a_summary_keeps_codex_own_earlier_compaction(
     assert done.returncode == 0, done.stderr.decode()
     after = resume(copy)
     assert after.compactions == before.compactions  # kept, byte for byte
-    assert any(text.startswith(SUMMARY_INTRO) for text in after.user_texts())  # and ours after it
+    ours = CODEX_SUMMARY_INTRO
+    assert any(text.startswith(ours) for text in after.user_texts())  # and ours after it
     check(before, after, tmp_path)
