@@ -18,7 +18,8 @@ from compactor_core.destinations import InPlace
 from compactor_core.errors import OutputError
 from compactor_core.process import Target, process
 from compactor_core.settings import Job, RunSettings, Settings, Writing
-from compactor_core.snapshots import SnapshotStore, session_id_for_file
+from compactor_core.snapshot_store import SnapshotStore
+from compactor_core.snapshots import session_id_for_file
 from compactor_core.sources import LocalFile
 
 ORIGINAL = [
