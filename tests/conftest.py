@@ -46,6 +46,7 @@ LONGEST_FIRST = (
     "test_distributed.py",  # a Dask cluster, moto's S3 server, workers killed mid-run
     "test_agents_resume_claude.py",  # the real Claude Code, resuming 3 sessions 5 times each
     "test_cli_batch.py",
+    "test_live_agent.py",  # 85 races of a writer and ctxpack, real processes
     "test_unix.py",
     "test_agents_resume_codex.py",
     "test_cli_tokenizer.py",

@@ -65,7 +65,6 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args()
     delay = random.Random(args.seed).uniform(0, args.delay_us) / 1e6
-    args.watch.mkdir(parents=True, exist_ok=True)
     watch = Watch(args.watch, EVENTS[args.on])
     held = os.open(args.file, os.O_WRONLY | os.O_APPEND) if args.hold else None
     print("ready", flush=True)
