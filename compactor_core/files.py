@@ -125,7 +125,10 @@ def replace(
     try:
         _unchanged(path, read, how)  # its ctime too: the links made next change it
         planned = Rewritten(new.size, new.digest.hexdigest())
-        with _backup(path, opened, read.size, how), _kept(path, opened, read, how, planned) as kept:
+        with (
+            _backup(path, opened, read.size, how) as linked,
+            _kept(path, opened, read, how, planned, linked) as kept,
+        ):
             if not read.same_file(kept.state):  # changed meanwhile
                 raise how.changed()
 
@@ -180,30 +183,34 @@ class _Kept:
 
 @contextlib.contextmanager
 def _kept(
-    path: Path, opened: int, read: FileState, how: Replacement, planned: Rewritten
+    path: Path, opened: int, read: FileState, how: Replacement, planned: Rewritten, own: int
 ) -> Iterator[_Kept]:
-    """The file's state once it is kept in the snapshot store."""
+    """The file's state once it is kept in the snapshot store; ``own``: the hard links to it
+    ctxpack made (a backup), which may share the snapshot's inode."""
     if how.snapshots is None:
         try:
             yield _Kept(FileState.of(os.stat(path)), None)
         except FileNotFoundError:
             raise how.changed() from None
         return
-    keeping = Keeping(session_id_for_file(path), how.details, how.sha256, how.kind, planned)
+    backup = 1 if how.backup_suffix else 0  # its link may share the snapshot's inode
+    keeping = Keeping(session_id_for_file(path), how.details, how.sha256, how.kind, planned, backup)
     with how.snapshots.keep_original(path, opened, read.size, keeping) as record:
         yield _Kept(FileState.of(record.status), record)
 
 
 @contextlib.contextmanager
-def _backup(path: Path, opened: int, size: int, how: Replacement) -> Iterator[None]:
+def _backup(path: Path, opened: int, size: int, how: Replacement) -> Iterator[int]:
     """``--backup SUFFIX``: the original as ``FILE+SUFFIX``, a hard link to the inode read (a
-    copy of the bytes read where links fail). It replaces whatever has that name, a symbolic
-    link included, and never writes through one. Removed again if the file is not replaced."""
+    copy of the bytes read where links fail); yields the number of links it made. It replaces
+    whatever has that name, a symbolic link included, and never writes through one. Removed
+    again if the file is not replaced."""
     if not how.backup_suffix:
-        yield
+        yield 0
         return
     backup = path.with_name(path.name + how.backup_suffix)
-    temp = _linked_beside(path, opened) or _copied_beside(path, opened, size, how.label)
+    linked = _linked_beside(path, opened)
+    temp = linked or _copied_beside(path, opened, size, how.label)
     try:
         os.replace(temp, backup)
     except OSError as error:
@@ -211,7 +218,7 @@ def _backup(path: Path, opened: int, size: int, how: Replacement) -> Iterator[No
             os.unlink(temp)
         raise OutputError(f"{backup}: cannot write backup: {error.strerror or error}") from None
     try:
-        yield
+        yield 1 if linked else 0
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(backup)  # nothing was replaced: the backup would be the live file
@@ -220,16 +227,23 @@ def _backup(path: Path, opened: int, size: int, how: Replacement) -> Iterator[No
 
 def _linked_beside(path: Path, opened: int) -> Path | None:
     """A new name beside ``path`` for the inode open as ``opened``; None if it cannot link."""
-    for _ in range(100):
-        temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}{TEMP_SUFFIX}")
-        try:
-            os.link(f"/proc/self/fd/{opened}", temp, follow_symlinks=True)
-        except FileExistsError:
-            continue
-        except OSError:
-            return None
-        return temp
-    return None
+    try:
+        folder = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        for _ in range(100):
+            temp = f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
+            try:  # linkat: the very inode read, and a new name that is never followed
+                os.link(f"/proc/self/fd/{opened}", temp, dst_dir_fd=folder, follow_symlinks=True)
+            except FileExistsError:
+                continue
+            except OSError:
+                return None
+            return path.with_name(temp)
+        return None
+    finally:
+        os.close(folder)
 
 
 def _copied_beside(path: Path, opened: int, size: int, label: str) -> Path:

@@ -129,7 +129,7 @@ class SnapshotStore:
                 )
                 self._write_meta(folder, name, meta, new=True)
             except BaseException:
-                self._remove_names(folder, name)
+                self._remove_names(folder, name, with_meta=False)  # that name's is not ours
                 raise
             return self.directory / name
 
@@ -144,7 +144,7 @@ class SnapshotStore:
         check_session_id(how.session_id)
         with self._open_for_writing() as folder:
             before = os.fstat(opened)
-            reason = self._why_copy(folder, before)
+            reason = self._why_copy(folder, before, how.own_links)
             name, sha256 = None, how.sha256
             if reason is None:
                 try:
@@ -178,7 +178,7 @@ class SnapshotStore:
                 self._write_meta(folder, name, meta, new=True)
             except BaseException:
                 if name is not None:
-                    self._remove_names(folder, name)
+                    self._remove_names(folder, name, with_meta=False)
                 raise
             try:
                 yield kept
@@ -205,13 +205,14 @@ class SnapshotStore:
                 meta = {**meta, "rewritten": kept.rewritten.as_dict()}
                 self._write_meta(folder, name, meta, new=False)
 
-    def _why_copy(self, folder: PrivateDir, status: os.stat_result) -> str | None:
-        """Why the file must be copied rather than linked; None if a link is safe."""
+    def _why_copy(self, folder: PrivateDir, status: os.stat_result, own: int) -> str | None:
+        """Why the file must be copied rather than linked; None if a link is safe. ``own``:
+        hard links to it that ctxpack made (a backup), which may share the snapshot."""
         if not stat.S_ISREG(status.st_mode):
             return "it is not a regular file"
         if status.st_uid != os.geteuid():
             return "it belongs to another user"
-        if status.st_nlink > 1:
+        if status.st_nlink > 1 + own:
             return "it has other hard links"
         folder_mode = os.fstat(folder.fd).st_mode
         if folder_mode & _ENTERABLE_BY_OTHERS and status.st_mode & _READABLE_BY_OTHERS:
@@ -285,6 +286,8 @@ class SnapshotStore:
         while True:
             name = f"{session_id}_{stamp_of(moment)}.{kind}.{extension_of(shape)}"
             try:
+                if _exists(folder, name + META_SUFFIX):  # a record left without its data
+                    raise FileExistsError
                 link(name)
             except FileExistsError:
                 moment += timedelta(microseconds=1)
@@ -361,8 +364,8 @@ class SnapshotStore:
             if folder is not None:
                 self._remove_names(folder, path.name)
 
-    def _remove_names(self, folder: PrivateDir, name: str) -> None:
-        for each in (name, name + META_SUFFIX):
+    def _remove_names(self, folder: PrivateDir, name: str, with_meta: bool = True) -> None:
+        for each in (name, name + META_SUFFIX) if with_meta else (name,):
             try:
                 folder.unlink(each)
             except OSError as error:
@@ -424,6 +427,14 @@ def _read_meta(folder: PrivateDir, name: str) -> dict | None:
     return meta if isinstance(meta, dict) else None
 
 
+def _exists(folder: PrivateDir, name: str) -> bool:
+    try:
+        folder.stat(name)
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def _stamp(name: str) -> str:
     return FILE_NAME.fullmatch(name)["stamp"]  # type: ignore[index]
 
@@ -468,4 +479,3 @@ def _truncate(fd: int, size: int) -> None:
         os.ftruncate(writable, size)
     finally:
         os.close(writable)
-

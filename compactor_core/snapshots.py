@@ -201,6 +201,7 @@ class Keeping:
     sha256: str | None = None  # of the bytes read, when the caller knows it
     kind: str = ORIGINAL
     rewritten: Rewritten | None = None  # what the file is to become (completed after the rename)
+    own_links: int = 0  # hard links to the file ctxpack made itself (a backup), not the user's
 
 
 @dataclass(frozen=True)

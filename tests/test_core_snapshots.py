@@ -18,7 +18,13 @@ from pathlib import Path
 import pytest
 
 from compactor_core.atomic import atomic_write
-from compactor_core.errors import InputError, InputUnreadable, OutputError, UsageError
+from compactor_core.errors import (
+    InputError,
+    InputUnreadable,
+    OutputError,
+    UnsafeLocation,
+    UsageError,
+)
 from compactor_core.formats import parse
 from compactor_core.snapshot_store import SnapshotStore
 from compactor_core.snapshots import (
@@ -499,3 +505,71 @@ def test_lone_surrogate_survives_a_snapshot(tmp_path: Path) -> None:
     messages = [{"role": "user", "content": "a\ud800b"}]
     path = store.save_result("s", messages)
     assert parse(path.read_bytes()).messages == messages
+
+
+# --- issue 22.1: nothing planted in the store is ever followed or trusted ----------------------
+
+
+def test_a_link_planted_at_a_snapshots_name_is_never_followed(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"only root may write this\n")
+    store = SnapshotStore(tmp_path / "snaps", clock=fixed_clock)
+    (tmp_path / "snaps").mkdir(mode=0o700)
+    taken = "s_2025-03-09T14-05-07-123456.result.jsonl"
+    (tmp_path / "snaps" / taken).symlink_to(victim)
+    (tmp_path / "snaps" / (taken.replace("123456", "123457") + ".meta")).symlink_to(victim)
+    path = store.save_result("s", MESSAGES)  # both names taken: it moves on to a free one
+    assert path.name == taken.replace("123456", "123458")
+    assert victim.read_bytes() == b"only root may write this\n"
+    assert [snapshot.path.name for snapshot in store.snapshots() if snapshot.trusted] == [path.name]
+
+
+def test_a_record_that_is_a_link_or_not_an_object_is_not_trusted(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "snaps", clock=Ticking())
+    first = store.save_result("s", MESSAGES)
+    second = store.save_result("s", MESSAGES)
+    meta = second.with_name(second.name + ".meta")
+    meta.unlink()
+    meta.symlink_to(first.with_name(first.name + ".meta"))  # a record borrowed by a link
+    first.with_name(first.name + ".meta").write_text("[1, 2]")  # and one that is no object
+    assert [snapshot.trusted for snapshot in store.snapshots()] == [False, False]
+
+
+def test_a_snapshot_that_is_a_link_is_not_read(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "snaps")
+    path = store.save_result("s", MESSAGES)
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_bytes(path.read_bytes())
+    path.unlink()
+    path.symlink_to(elsewhere)  # same bytes, same hash: but not the store's own file
+    [snapshot] = store.snapshots()
+    with pytest.raises(InputUnreadable, match="not a snapshot of yours"):
+        snapshot.read()
+
+
+def test_a_new_store_is_0700_and_its_files_0600_from_their_first_moment(tmp_path: Path) -> None:
+    """Under a permissive umask too: created O_EXCL with the mode, never chmod-ed later."""
+    old_umask = os.umask(0)
+    try:
+        store = SnapshotStore(tmp_path / "deep" / "er" / "snaps")
+        path = store.save_original("s", b"secret\n", Details("jsonl"))
+    finally:
+        os.umask(old_umask)
+    for folder in (tmp_path / "deep", tmp_path / "deep" / "er", tmp_path / "deep" / "er" / "snaps"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o1777])
+def test_a_store_others_can_write_to_is_refused_for_reading_and_writing(
+    tmp_path: Path, mode: int
+) -> None:
+    folder = tmp_path / "snaps"
+    store = SnapshotStore(folder)
+    store.save_result("s", MESSAGES)
+    os.chmod(folder, mode)
+    with pytest.raises(UnsafeLocation, match="others can write to it"):
+        store.snapshots()
+    with pytest.raises(UnsafeLocation):
+        store.save_result("s", MESSAGES)
+    assert len(os.listdir(folder)) == 2
