@@ -29,7 +29,10 @@ $(TEST_TOOLS): $(INSTALLED) pyproject.toml tests/requirements-model.txt
 
 # The real coding agents the session tests resume (SPEC §8.6), pinned with their hashes in
 # tests/agents/package-lock.json, installed once from npm into the ignored folder .agents/
-# (≈760 MB, ≈20 s). The tests run them offline against tests/agents' local model server.
+# (≈2.2 GB, ≈2 min). The tests run them offline against tests/agents' local model server.
+# `npm install --no-save` installs exactly the lock (versions and hashes); `npm ci` refuses a lock
+# that lacks other platforms' optional native binaries, which the registry here does not serve
+# (Copilot, OpenCode and Cline ship theirs as optional packages).
 AGENTS := .agents
 AGENTS_INSTALLED := $(AGENTS)/.installed
 
@@ -38,9 +41,15 @@ agents: $(AGENTS_INSTALLED)
 $(AGENTS_INSTALLED): tests/agents/package.json tests/agents/package-lock.json
 	mkdir -p $(AGENTS)
 	cp tests/agents/package.json tests/agents/package-lock.json $(AGENTS)/
-	npm ci --prefix $(AGENTS) --no-audit --no-fund --loglevel=error
+	npm install --prefix $(AGENTS) --no-save --no-audit --no-fund --loglevel=error
 	$(AGENTS)/node_modules/.bin/claude --version
 	$(AGENTS)/node_modules/.bin/codex --version
+	$(AGENTS)/node_modules/.bin/gemini --version
+	$(AGENTS)/node_modules/.bin/qwen --version
+	$(AGENTS)/node_modules/.bin/pi --version
+	$(AGENTS)/node_modules/.bin/opencode --version
+	$(AGENTS)/node_modules/.bin/copilot --version
+	$(AGENTS)/node_modules/.bin/cline --version
 	touch $@
 
 # The main job: automatic compaction of the bundled session, offline (built-in summarizer), with a

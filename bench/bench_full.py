@@ -12,6 +12,11 @@ harness boilerplate in either summary (target 0), whether the latest user reques
 "work done" lines that say what was done. The checks are tests/corpus_full.py's, which the test
 suite runs too.
 
+Issue 23's figures (``tests/recall.py``): on each real session that holds a compaction the agent
+made itself, the share of the span's identifiers that the continuation uses again which
+ctxpack's summary of the span names, beside the agent's own summary (target: at least as many,
+in no more characters), and the same for the paths among them.
+
     python bench/run.py full
     python bench/bench_full.py            # the figures as a plain table
 """
@@ -24,8 +29,9 @@ from harness import ROOT, Report
 
 sys.path.insert(0, str(ROOT / "tests"))  # the checks the tests use
 
-from corpus_full import PATHS_TARGET, Figures, measure
+from corpus_full import PATHS_TARGET, Figures, ctxpack_summary, measure
 from helpers import corpus_files
+from recall import Recall, measure_all
 
 
 def run(report: Report) -> None:
@@ -43,6 +49,33 @@ def run(report: Report) -> None:
         _record(report, case, figures)
     for line in table(rows).splitlines() if rows else ():
         report.log(line)
+    if report.wants("full.recall"):
+        recalls = measure_all(ctxpack_summary)
+        for recall in recalls:
+            _record_recall(report, recall)
+        for line in recall_table(recalls).splitlines():
+            report.log(line)
+
+
+def _record_recall(report: Report, recall: Recall) -> None:
+    case = f"full.recall.{recall.name}"
+    report.ratio(
+        f"{case}.names",
+        recall.named,
+        recall.agent_named,
+        target=1.0,
+        unit="names",
+        higher_is_better=True,
+        note=f"of {recall.wanted} the continuation uses again; vs the agent's own summary",
+    )
+    report.ratio(
+        f"{case}.chars",
+        recall.chars,
+        recall.agent_chars,
+        target=1.0,
+        unit="chars",
+        note="the summary's length vs the agent's own",
+    )
 
 
 def _record(report: Report, case: str, figures: Figures) -> None:
@@ -135,6 +168,11 @@ def table(rows: list[Figures]) -> str:
         )
         for row in rows
     ]
+    return aligned(headers, lines)
+
+
+def aligned(headers: tuple[str, ...], lines: list[tuple[str, ...]]) -> str:
+    """A plain table: the first column to the left, the figures to the right."""
     widths = [max(len(cell) for cell in column) for column in zip(headers, *lines, strict=False)]
 
     def render(cells: tuple[str, ...]) -> str:
@@ -146,5 +184,42 @@ def table(rows: list[Figures]) -> str:
     return "\n".join([render(headers), *(render(line) for line in lines)])
 
 
+def recall_table(rows: list[Recall]) -> str:
+    headers = ("compaction", "wanted", "agent", "ctxpack", "agent chars", "ctxpack chars")
+    headers += ("paths", "agent paths", "ctxpack paths")
+    lines = [
+        (
+            row.name,
+            str(row.wanted),
+            f"{row.agent_named} {row.agent_share:.1%}",
+            f"{row.named} {row.share:.1%}",
+            str(row.agent_chars),
+            str(row.chars),
+            str(row.paths),
+            str(row.agent_paths_named),
+            str(row.paths_named),
+        )
+        for row in rows
+    ]
+    total = sum(row.wanted for row in rows)
+    agent, ours = sum(row.agent_named for row in rows), sum(row.named for row in rows)
+    lines.append(
+        (
+            "all",
+            str(total),
+            f"{agent} {agent / total:.1%}" if total else "0",
+            f"{ours} {ours / total:.1%}" if total else "0",
+            str(sum(row.agent_chars for row in rows)),
+            str(sum(row.chars for row in rows)),
+            str(sum(row.paths for row in rows)),
+            str(sum(row.agent_paths_named for row in rows)),
+            str(sum(row.paths_named for row in rows)),
+        )
+    )
+    return aligned(headers, lines)
+
+
 if __name__ == "__main__":
     print(table([measure(path) for path in corpus_files()]))
+    print()
+    print(recall_table(measure_all(ctxpack_summary)))

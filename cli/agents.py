@@ -94,7 +94,7 @@ def _check_lines(report: dict[str, Any]) -> list[str]:
 )
 @click.option(
     "--agent",
-    type=click.Choice(["claude", "codex"]),
+    type=click.Choice(["claude", "codex", "gemini", "qwen", "pi", "copilot"]),
     help="Only this agent's sessions [default: every agent's].",
 )
 @click.option(

@@ -79,6 +79,17 @@ def write_stdout_chunks(chunks: Iterable[bytes]) -> None:
         raise OutputError(f"<stdout>: cannot write: {error.strerror or error}") from None
 
 
+def one_pass() -> None:
+    """This process reads its inputs, writes their results and ends: the cyclic garbage collector
+    is switched off, which would otherwise walk every object of a big parsed conversation again
+    and again while the estimate or micro compaction makes its small lists (15–30% of their time
+    on a 55 MB conversation). A parsed conversation holds no reference cycles; memory is freed by
+    reference counting, and the rest when the process ends."""
+    import gc
+
+    gc.disable()
+
+
 def warn(message: str) -> None:
     click.echo(f"ctxpack: {message}", err=True)
 

@@ -10,17 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from compactor_core import defaults
 from compactor_core.errors import CtxpackError
 
-from . import io, options
+from . import io, options, resolve
 from .exit_codes import TABLE, ExitStatus, combined, for_each_input, status_for
 
 if TYPE_CHECKING:
     from compactor_core.estimate import Counter
-    from compactor_core.settings import Command, Settings
-
-    from .settings import Resolver
+    from compactor_core.settings import Command
 
 # Only what every command needs is imported here: a filter run on every agent turn should start
 # fast, so each command imports the rest of the core itself.
@@ -135,7 +132,9 @@ Shell completion (add the line to your shell's start-up file):
     cls=CtxpackGroup,
     lazy_commands={
         "check": "cli.agents:check",
+        "replay": "cli.replay:replay",
         "restore": "cli.restore:restore",
+        "serve": "cli.serve:serve",
         "sessions": "cli.agents:sessions",
     },
     epilog="\n\n".join([EXAMPLES, _environment(), COMPLETION, TABLE]),
@@ -204,8 +203,9 @@ def estimate(
     """
     from compactor_core.formats import dumps
 
-    counter = _counter(tokenizer)
+    counter = resolve.counter(tokenizer)
     bareagent = compat == "bareagent"
+    io.one_pass()
     io.set_directory_hint("add -r/--recursive")
     if listing["summary"]:
         from .corpus import summarize
@@ -254,24 +254,6 @@ def _estimate_file(
         return tokens, report
 
 
-def _counter(flag: str | None) -> Counter:
-    """The counter the flag, CTXPACK_TOKENIZER or the config file names (heuristic: no import)."""
-    name = _resolver({"tokenizer": flag}).get("tokenizer")
-    if name == "heuristic":
-        from compactor_core.estimate import HEURISTIC
-
-        return HEURISTIC
-    from compactor_core.tokenizers import counter
-
-    return counter(name)
-
-
-def _resolver(flags: Mapping[str, Any]) -> Resolver:
-    from .settings import Resolver
-
-    return Resolver(flags, os.environ)
-
-
 def _beside(heuristic: int, exact: int) -> dict[str, Any]:
     """The heuristic's count next to the exact one, and their ratio (above 1: it counts more)."""
     return {"tokens": heuristic, "ratio": round(heuristic / exact, 3) if exact else None}
@@ -289,6 +271,7 @@ def _beside(heuristic: int, exact: int) -> dict[str, Any]:
 )
 @options.files_argument
 @options.micro_options
+@options.min_gain_option
 @options.session_options
 @options.compat_option
 @options.output_options
@@ -326,16 +309,15 @@ def full(files: tuple[str, ...], **settings: Any) -> None:
     )
 )
 @options.files_argument
-@click.option(
-    "--threshold",
-    type=click.IntRange(min=0),
-    default=defaults.THRESHOLD,
-    show_default=True,
-    help="Full compaction when the micro-compacted estimate is greater than this.",
-)
+@options.threshold_option
+@options.policy_options
 @options.summarizing_options
 def auto(files: tuple[str, ...], **settings: Any) -> None:
-    """Micro compaction every time; full compaction when the estimate is over the threshold."""
+    """Compact for every request: old tool results as markers, a summary over the threshold.
+
+    The default policy (cache-aware) changes the prompt rarely and in big steps, so that a
+    provider's prompt cache keeps hitting; --policy every-turn micro-compacts on every call.
+    """
     _compact("auto", files, settings)
 
 
@@ -345,9 +327,9 @@ def _compact(command: Command, files: tuple[str, ...], options: dict[str, Any]) 
 
     from .run import Output, compact_inputs, run_settings
 
-    resolver = _resolver(options)
+    resolver = resolve.resolver(options)
     summarizing = command != "micro"
-    settings = _settings(options, resolver, summarizing)
+    settings = resolve.settings(options, resolver, summarizing)
     out = Output.from_options(options, resolver.get("session_id"))
     keeps = summarizing or out.is_batch  # only a summary or a rewrite ever saves a snapshot
     snapshot_dir = None
@@ -356,26 +338,3 @@ def _compact(command: Command, files: tuple[str, ...], options: dict[str, Any]) 
     run = run_settings(Job(command, settings), options, snapshot_dir)
     provider = resolver.provider() if summarizing else None
     compact_inputs(files, run, out, provider, options)
-
-
-def _settings(options: dict[str, Any], resolver: Resolver, summarizing: bool) -> Settings:
-    """The core's compaction settings from the options given (micro has no summary options)."""
-    from compactor_core.settings import Settings
-
-    summary = {}
-    if summarizing:
-        summary = {
-            name: options[name]
-            for name in ("instructions", "max_tokens", "max_prompt_tokens", "threshold")
-            if name in options
-        }
-        summary["lang"] = resolver.get("lang")
-        summary["tokenizer"] = _counter(options["tokenizer"]).name  # unknown: fails before work
-    return Settings(
-        keep_recent=options["keep_recent"],
-        exclude_tools=tuple(options["exclude_tools"]),
-        min_chars=options["min_chars"],
-        compat=options["compat"] == "bareagent",
-        keep_cut_off=not options.get("strict", False),
-        **summary,
-    )

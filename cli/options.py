@@ -48,7 +48,16 @@ tokenizer_option = click.option(
     "env CTXPACK_TOKENIZER].",
 )
 
-FORMATS = ("auto", "messages", "claude-code", "codex")  # compactor_core.session_files.registry's
+FORMATS = (  # compactor_core.session_files.registry's
+    "auto",
+    "messages",
+    "claude-code",
+    "codex",
+    "gemini-cli",
+    "qwen-code",
+    "pi",
+    "copilot-cli",
+)
 
 format_option = click.option(
     "--format",
@@ -80,6 +89,15 @@ session_options = bundle(
     ),
 )
 
+# auto's, and serve's (which runs auto's policy on every request)
+threshold_option = click.option(
+    "--threshold",
+    type=click.IntRange(min=0),
+    default=defaults.THRESHOLD,
+    show_default=True,
+    help="Full compaction when the micro-compacted estimate is greater than this.",
+)
+
 micro_options = bundle(
     click.option(
         "--keep-recent",
@@ -101,6 +119,36 @@ micro_options = bundle(
         default=0,
         show_default=True,
         help="Leave tool results shorter than this alone.",
+    ),
+)
+
+# The seed's micro compaction exactly unless asked: SPEC §2.
+min_gain_option = click.option(
+    "--min-gain",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    metavar="TOKENS",
+    help="Markers in batches: the old tool-result turns, oldest first, get theirs only once "
+    "they free this many tokens together (0: every old turn).",
+)
+
+policy_options = bundle(
+    click.option(
+        "--policy",
+        type=click.Choice(defaults.POLICIES),
+        default=defaults.CACHE_AWARE,
+        show_default=True,
+        help="cache-aware: change the prompt rarely, so the provider's prompt cache keeps "
+        "hitting (markers in batches of --min-gain, a summary that stays put until the next "
+        "one); every-turn: micro on every call, as the seed (and --compat bareagent) does.",
+    ),
+    click.option(
+        "--min-gain",
+        type=click.IntRange(min=0),
+        metavar="TOKENS",
+        help="New markers only in batches that free this many tokens together [default: "
+        f"{defaults.MIN_GAIN} with cache-aware, 0 with every-turn].",
     ),
 )
 
@@ -149,7 +197,8 @@ snapshot_options = bundle(
     ),
 )
 
-summary_options = bundle(
+# What the summary is asked for (serve too); the commands that write a result add --strict.
+prompt_options = bundle(
     click.option(
         "--lang",
         type=click.Choice(["auto", "zh", "en"]),
@@ -174,6 +223,10 @@ summary_options = bundle(
         show_default=True,
         help="Shrink what is sent to the provider until the prompt fits (by the estimate).",
     ),
+)
+
+summary_options = bundle(
+    prompt_options,
     click.option(
         "--strict",
         is_flag=True,

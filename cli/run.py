@@ -152,6 +152,7 @@ def _stream(
     from dataclasses import replace
 
     run = replace(run, job=replace(run.job, measure=out.stats))
+    io.one_pass()
     provider = None
     if provider_settings is not None and run.needs_provider:
         from compactor_core.providers.registry import build_provider

@@ -147,6 +147,14 @@ class Resolver:
         return os.path.join(home, "ctxpack", "config.toml")
 
     @property
+    def state_folder(self) -> str:
+        """Where ctxpack keeps state: ``$XDG_STATE_HOME/ctxpack``, or ``~/.local/state/ctxpack``."""
+        home = self.environ.get("XDG_STATE_HOME") or os.path.join(
+            os.path.expanduser("~"), ".local", "state"
+        )
+        return os.path.join(home, "ctxpack")
+
+    @property
     def config(self) -> dict[str, Any]:
         """The config file, read (and checked) once."""
         if self._config is None:

@@ -19,3 +19,10 @@ PROVIDER_NAMES = ("extractive", "openai", "anthropic", "command")
 # --format values that name no agent: a conversation of messages, or told from the content.
 MESSAGES_FORMAT = "messages"
 AUTO_FORMAT = "auto"
+# auto's per-turn policy (cache_policy.py): "cache-aware" changes the prompt rarely, in batches of
+# markers that free MIN_GAIN tokens (chosen by the replay over the corpus: README); "every-turn"
+# is the seed's micro on every call.
+CACHE_AWARE = "cache-aware"
+EVERY_TURN = "every-turn"
+POLICIES = (CACHE_AWARE, EVERY_TURN)
+MIN_GAIN = 5_000

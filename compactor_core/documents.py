@@ -13,6 +13,7 @@ agent's format at all: the session machinery is imported only for a file that ma
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -217,7 +218,14 @@ def _read(handle: BinaryIO, label: str, format_name: str) -> Document:
 
 
 def _is_an_array(handle: BinaryIO) -> bool:
-    """A JSON array of messages, told without reading its (possibly only, huge) line."""
-    start = handle.read(_SNIFF_BYTES).removeprefix(UTF8_BOM).lstrip()
-    handle.seek(0)
-    return start.startswith(b"[")
+    """A JSON array of messages, told without reading its (possibly only, huge) line.
+
+    A file's first bytes are read beside its buffer (``pread``): reading them through it, then
+    seeking back, makes the read of the whole file that follows copy it once more (40 ms of
+    55 MB)."""
+    try:
+        start = os.pread(handle.fileno(), _SNIFF_BYTES, 0)
+    except (AttributeError, OSError, io.UnsupportedOperation):  # in memory: no descriptor
+        start = handle.read(_SNIFF_BYTES)
+        handle.seek(0)
+    return start.removeprefix(UTF8_BOM).lstrip().startswith(b"[")

@@ -324,6 +324,20 @@ def _collected(messages: list[Message], system: Any, compat: bool) -> TextCollec
     return collector
 
 
+def message_units(message: Message, counter: Counter = HEURISTIC) -> int:
+    """One message's count in the counter's units: these add up over the messages."""
+    collector = TextCollector()
+    collector.message(message)
+    return collector.units(counter)
+
+
+def system_units(system: Any, counter: Counter = HEURISTIC) -> int:
+    """A request envelope's ``system``, counted as the estimate counts it."""
+    collector = TextCollector()
+    collector.value(system)
+    return collector.units(counter)
+
+
 def counted_texts(messages: list[Message], system: Any = None, compat: bool = False) -> list[str]:
     """Every text the estimate counts, the JSON values written out."""
     return _collected(messages, system, compat).all_texts()

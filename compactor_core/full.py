@@ -95,7 +95,9 @@ def _summarize(
     else:
         budget, tokens = settings.max_prompt_tokens, counter(settings.tokenizer)
         sent, user = fit_prompt(source, names, settings.lang, system, budget, tokens)
-    request = SummaryRequest(system, user, settings.max_tokens, sent, settings.lang, original)
+    request = SummaryRequest(
+        system, user, settings.max_tokens, sent, settings.lang, original, history=source
+    )
     cut_off = None
     try:
         summary = provider.summarize(request)

@@ -7,8 +7,8 @@ content. Nothing else in the conversation changes, and a second run changes noth
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 from . import bareagent
@@ -60,6 +60,24 @@ def micro_compact(
     turns = (bareagent.tool_result_turns if compat else tool_result_turns)(messages)
     keep = settings.keep_recent
     old_turns = turns[: max(len(turns) - keep, 0)] if keep > 0 else turns
+    return _truncate(messages, old_turns, settings)
+
+
+def mark_turns(
+    messages: list[Message], settings: Settings, selected: Collection[int]
+) -> tuple[list[Message], MicroResult]:
+    """Micro compaction of the chosen tool-result turns only (positions in
+    ``tool_result_turns(messages)``, oldest 0), by the same rules: the cache-aware policy picks
+    the turns (cache_policy.py), this writes their markers. Default profile only."""
+    turns = tool_result_turns(messages)
+    chosen = [turns[position] for position in sorted(selected) if 0 <= position < len(turns)]
+    return _truncate(messages, chosen, replace(settings, compat=False))
+
+
+def _truncate(
+    messages: list[Message], old_turns: list[list[int]], settings: Settings
+) -> tuple[list[Message], MicroResult]:
+    compat = settings.compat
     compacted = list(messages)
     if not old_turns:
         return compacted, MicroResult(0, 0)

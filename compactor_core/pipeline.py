@@ -59,6 +59,12 @@ class Subject(Protocol):
     def tokens_without_summary(self, pending: PendingTurn, lang: str) -> int:
         """The estimate of the result a summary would give, with an empty summary (a dry run)."""
 
+    def for_the_cache(
+        self, provider: Summarizer, keeper: Keeper | None, dry_run: bool
+    ) -> Outcome | None:
+        """``auto`` by the cache-aware policy (``cache_policy.py``); None where the subject keeps
+        the every-turn rules (a session file: its agent resumes it when the cache is cold)."""
+
 
 class Keeper(Protocol):
     """Who keeps the input and the result of a full compaction (snapshots, SPEC §3.3 and §3.9)."""
@@ -85,6 +91,10 @@ def decide(
     if job.command == "full":
         outcome = _summary_step(settings, subject, provider, keeper, dry_run)
         return _measured(outcome, subject, before, measure)
+    if job.command == "auto" and settings.cache_aware:
+        cached = subject.for_the_cache(provider or default_provider(), keeper, dry_run)
+        if cached is not None:
+            return replace(cached, tokens_before=before)
     truncated = subject.micro()
     micro = Outcome(changed=truncated > 0, truncated=truncated, tokens_before=before)
     if job.command == "micro":
@@ -191,17 +201,21 @@ class MessagesSubject:
         return self._tokens
 
     def micro(self) -> int:
-        messages, done = micro_compact(self.input.messages, self.settings)
-        self.result = self.input.with_messages(messages)
-        self._tokens = None
+        settings = self.settings
+        if settings.min_gain and not settings.compat:  # --min-gain: markers in batches
+            from .cache_aware import micro_in_batches
+
+            messages, done = micro_in_batches(self.input.messages, settings)
+        else:
+            messages, done = micro_compact(self.input.messages, settings)
+        self._take(messages)
         return done.truncated
 
     def history(self) -> list[Message]:
         return self.input.messages  # full compaction micro-compacts what it sends by itself
 
     def take_summary(self, compacted: FullResult) -> int:
-        self.result = self.input.with_messages(compacted.messages)
-        self._tokens = None
+        self._take(compacted.messages)
         return self.tokens()
 
     def tokens_without_summary(self, pending: PendingTurn, lang: str) -> int:
@@ -209,6 +223,52 @@ class MessagesSubject:
 
         frame = rebuild(self.input.messages, pending, "", lang)
         return measure(self.input.with_messages(frame), self.settings)
+
+    def for_the_cache(self, provider: Summarizer, keeper: Keeper | None, dry_run: bool) -> Outcome:
+        """Markers in batches and cuts that stay put; the messages' own ``timestamp`` keys tell
+        a cold cache. The input is kept before this request's own summary is asked for, the
+        result after it; a cut found again (a caller re-sending its raw history) keeps nothing
+        the caller has not kept itself. A dry run counts a cut's summary at its whole budget."""
+        from .cache_aware import compact_stably, plan_request
+        from .cache_policy import Timing, message_times
+        from .micro import mark_turns
+
+        conversation, settings = self.input, self.settings
+        messages, system = conversation.messages, conversation.system
+        if dry_run:
+            plan = plan_request(messages, settings, provider, None, system)
+            marked, done = mark_turns(messages, settings, plan.marked)
+            self._take(marked)
+            tokens = plan.tokens if plan.cuts else self.tokens()
+            full = Status.WOULD_RUN if plan.cuts else Status.NOT_RUN
+            changed = done.truncated > 0 or bool(plan.cuts)
+            return Outcome(changed, done.truncated, full, tokens_after=tokens)
+        taken: list[str] = []
+
+        def before_summary() -> None:  # SPEC §3.3: before the model is asked
+            if keeper is not None:
+                taken.extend(keeper.before_summary())
+
+        timing = Timing(message_times(messages))
+        stable = compact_stably(messages, settings, provider, timing, system, None, before_summary)
+        self._take(stable.messages)
+        tokens = self.tokens()
+        compacted = stable.full == Status.COMPACTED
+        if stable.plan.cuts_now and compacted and keeper is not None:
+            taken.extend(keeper.after_summary(stable.messages, tokens))
+        return Outcome(
+            changed=stable.micro.truncated > 0 or compacted,
+            truncated=stable.micro.truncated,
+            full=stable.full,
+            error=stable.error,
+            over_threshold=tokens > settings.threshold and stable.error is None,
+            tokens_after=tokens,
+            snapshots=tuple(taken),
+        )
+
+    def _take(self, messages: list[Message]) -> None:
+        self.result = self.input.with_messages(messages)
+        self._tokens = None
 
 
 @dataclass(frozen=True)

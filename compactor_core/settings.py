@@ -40,6 +40,14 @@ class Settings:
     keep_cut_off: bool = True  # a summary that stopped at max_tokens is kept (False: it fails)
     compat: bool = False  # the BareAgent profile: its rules, no extensions, no guards
     tokenizer: str = "heuristic"  # who counts for the threshold, max_prompt_tokens and statistics
+    # auto, default profile: "cache-aware" (cache_policy.py) or "every-turn" (micro every call)
+    policy: str = defaults.CACHE_AWARE
+    min_gain: int | None = None  # tokens a batch of markers frees at least (None: the command's)
+
+    @property
+    def cache_aware(self) -> bool:
+        """Whether auto follows the cache-aware policy (never under the BareAgent profile)."""
+        return self.policy == defaults.CACHE_AWARE and not self.compat
 
 
 DEFAULT_SETTINGS = Settings()

@@ -45,10 +45,18 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 LONGEST_FIRST = (
     "test_distributed.py",  # a Dask cluster, moto's S3 server, workers killed mid-run
     "test_agents_resume_claude.py",  # the real Claude Code, resuming 3 sessions 5 times each
+    "test_agents_resume_opencode.py",  # the real OpenCode: slow to start (≈15 s a run)
+    "test_agents_resume_cline.py",
+    "test_agents_resume_copilot.py",  # each: the real agent writes a session, resumes it 5 times
+    "test_agents_resume_qwen.py",
+    "test_agents_resume_gemini.py",
+    "test_agents_resume_pi.py",
     "test_cli_batch.py",
     "test_live_agent.py",  # 85 races of a writer and ctxpack, real processes
     "test_unix.py",
     "test_agents_resume_codex.py",
+    "test_serve.py",  # a ctxpack serve process per test, 50 streams at once, a 100 MB body
+    "test_serve_agents.py",  # the real agents through ctxpack serve
     "test_cli_tokenizer.py",
     "test_cli_agents.py",
     "test_providers_model.py",  # a llama.cpp server

@@ -39,7 +39,7 @@ from checks_full import (
 from compactor_core import pipeline
 from compactor_core.estimate import estimate
 from compactor_core.formats import Conversation, parse
-from compactor_core.full import find_pending_turn
+from compactor_core.full import find_pending_turn, full_compact
 from compactor_core.pipeline import Context
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.settings import Job, Settings
@@ -140,7 +140,7 @@ def measure(path: Path) -> Figures:
     fixed = estimate(systems + kept)
 
     provider = ExtractiveSummarizer()
-    job = Job("auto", Settings(threshold=THRESHOLD))
+    job = Job("auto", Settings(threshold=THRESHOLD, policy="every-turn"))  # one summary
     started = time.perf_counter()
     outcome = pipeline.run(job, conversation, Context(provider))
     seconds = time.perf_counter() - started
@@ -178,3 +178,9 @@ def measure(path: Path) -> Figures:
         work_lines=len(work_done(summary)),
         summary=summary,
     )
+
+
+def ctxpack_summary(span: list[dict]) -> str:
+    """ctxpack's summary of an agent's span (issue 23's measure): full compaction as a user runs
+    it, with the built-in summarizer and the default budget."""
+    return full_compact(span, ExtractiveSummarizer(), Settings()).summary or ""

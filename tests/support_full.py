@@ -138,3 +138,30 @@ def session_openai() -> list[Message]:
         {"role": "assistant", "content": "UA200 leaves at 3 pm. Shall I switch?"},
         {"role": "user", "content": "Yes please."},
     ]
+
+
+def user_turn(text: str) -> Message:
+    return {"role": "user", "content": text}
+
+
+def assistant_turn(text: str) -> Message:
+    return {"role": "assistant", "content": text}
+
+
+def extractive_summary(messages: list[Message], lang: str = "en", max_tokens: int = 2000) -> str:
+    """The built-in summarizer's summary of ``messages`` (also the conversation as it came)."""
+    from compactor_core.providers.extractive import ExtractiveSummarizer
+
+    request = SummaryRequest("system", "user", max_tokens, messages, lang, messages)
+    return ExtractiveSummarizer().summarize(request)
+
+
+def summary_part(summary: str, heading: str) -> list[str]:
+    """The lines of one part of a summary: its ``- `` items under ``## heading``."""
+    lines, inside = [], False
+    for line in summary.splitlines():
+        if line.startswith("## "):
+            inside = line[3:] == heading
+        elif inside and line.startswith("- "):
+            lines.append(line[2:])
+    return lines

@@ -14,7 +14,8 @@ import pytest
 from codex_rollouts import Rollout, index, records, run, user_item, view_messages
 from helpers import TESTS
 
-from compactor_core.agents.codex import SUMMARY_INTRO, Codex
+from compactor_core.agents.codex import Codex
+from compactor_core.boilerplate import CODEX_SUMMARY_INTRO
 from compactor_core.estimate import estimate
 from compactor_core.session_files import check, registry
 from compactor_core.settings import Job, Settings
@@ -294,7 +295,7 @@ def test_full_appends_a_compacted_record_and_its_event_the_way_codex_does() -> N
     assert [r["ordinal"] for r in appended] == [last_ordinal + 1, last_ordinal + 2]
     assert appended[1]["payload"] == {"type": "context_compacted"}
     compacted = appended[0]["payload"]
-    assert compacted["message"].startswith(SUMMARY_INTRO)
+    assert compacted["message"].startswith(CODEX_SUMMARY_INTRO)
     assert compacted["replacement_history"] == [
         {
             "type": "message",
@@ -313,7 +314,7 @@ def test_full_keeps_a_pending_user_request_after_the_summary() -> None:
     rollout.user("Now write the release notes.")
     result = run(rollout.data(), FULL)
     history = records(result.data)[-2]["payload"]["replacement_history"]
-    assert history[0]["content"][0]["text"].startswith(SUMMARY_INTRO)
+    assert history[0]["content"][0]["text"].startswith(CODEX_SUMMARY_INTRO)
     assert history[1] == records(rollout.data())[-1]["payload"]  # the very item, ids and all
 
 

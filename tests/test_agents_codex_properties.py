@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactor_core.agents.claude_code import ClaudeCode
-from compactor_core.agents.codex import SUMMARY_INTRO, Codex
+from compactor_core.agents.codex import Codex
+from compactor_core.boilerplate import CODEX_SUMMARY_INTRO
 from compactor_core.estimate import quarters_to_tokens, text_quarters
 from compactor_core.providers.base import SummaryRequest
 from compactor_core.session_files import check
@@ -154,7 +155,7 @@ def test_full_appends_and_leaves_a_pair_safe_view(data: bytes) -> None:
     after = view_messages(result.data)
     assert pairs_of(after) == []
     # smaller but for the intro Codex puts before a summary (it matters in tiny histories only)
-    intro = quarters_to_tokens(text_quarters([SUMMARY_INTRO]))
+    intro = quarters_to_tokens(text_quarters([CODEX_SUMMARY_INTRO]))
     assert result.after.tokens <= result.before.tokens + intro
 
 

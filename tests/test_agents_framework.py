@@ -49,9 +49,17 @@ def test_detection_reads_content_not_names() -> None:
     assert detect(io.BytesIO(b'[{"role":"user","content":"hi"}]'), "auto", "x") is None
     assert detect(io.BytesIO(b'{"role":"user","content":"hi"}\n'), "auto", "x") is None
     assert detect(io.BytesIO(b'{"x":1}\n'), "auto", "x") is None  # the core says what is wrong
-    with pytest.raises(InputError, match="messages, claude-code, codex"):
+    with pytest.raises(InputError, match="messages, claude-code, codex, gemini-cli"):
         detect(io.BytesIO(b'{"x":1}\n{"x":2}\n'), "auto", "x")
-    assert registry.FORMAT_NAMES == ("messages", "claude-code", "codex")
+    assert registry.FORMAT_NAMES == (
+        "messages",
+        "claude-code",
+        "codex",
+        "gemini-cli",
+        "qwen-code",
+        "pi",
+        "copilot-cli",
+    )
 
 
 def test_the_cli_offers_the_registry_formats() -> None:

@@ -8,11 +8,9 @@ and ``micro`` + ``restore`` in place, then resumed by the real agent against the
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
-from agents.claude import ClaudeHome
 from agents.conversation import Conversation
 from agents.e2e import (
     TRANSFORMS,
@@ -22,25 +20,7 @@ from agents.e2e import (
     check_unchanged,
     resume_unchanged,
 )
-from agents.sessions import Session, Workload, make_claude_session
-from helpers import CORPUS
-
-# The real sessions of the corpus (tests/corpus/README.md), by their session id.
-ORIGINALS = {
-    "cc_kimi_516b7270": "516b7270-b0ab-4d34-9e4d-1f05c9ccd20a",
-    "cc_entire_1284c080": "1284c080-f9cd-45f8-9942-ff58f5c517e5",
-}
-
-
-def original_session(root: Path, name: str) -> Session:
-    """A corpus session put where Claude Code looks for it: in a scratch project's folder."""
-    project = root / "project"
-    project.mkdir(parents=True)
-    session_id = ORIGINALS[name]
-    path = ClaudeHome(root).session_file(project, session_id)
-    path.parent.mkdir(parents=True)
-    shutil.copyfile(CORPUS / "originals" / f"{name}__full.jsonl", path)
-    return Session("claude-code", root, project, session_id, path)
+from agents.sessions import ORIGINALS, Session, Workload, make_claude_session, original_session
 
 
 @pytest.fixture(scope="module", params=["generated", *ORIGINALS])

@@ -237,6 +237,7 @@ def test_the_summary_line_counts_failed_summaries(tmp_path: Path) -> None:
     summary line and the report say so rather than "0 failed" alone."""
     files = [write_session(tmp_path / "d" / f"{name}.json") for name in "abc"]
     options = ["--threshold", "0", "--provider", "command", "--command", "false"]
+    options += ["--policy", "every-turn"]  # micro's markers on every call: the files change
     done = run("auto", "-i", "-r", tmp_path / "d", "--json", "--no-transcript", *options)
     assert done.returncode == 0, done.stderr  # a summary failure without --strict
     report = json.loads(done.stdout)

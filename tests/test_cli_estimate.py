@@ -25,14 +25,18 @@ def test_prints_one_integer() -> None:
 
 
 # What a filter run on every agent turn must not pay for before it starts (issue 11.5): pathlib
-# (with urllib.parse and ipaddress), the provider settings, and the modules of other commands.
+# (with urllib.parse and ipaddress), the provider settings, and the modules of other commands
+# (serve's server above all).
 NOT_AT_START_UP = (
     "pathlib",
     "compactor_core.providers.registry",
     "compactor_core.providers.settings",
     "cli.agents",
     "cli.restore",
-    "cli.transform",
+    "cli.run",
+    "cli.serve",
+    "compactor_core.serve",
+    "uvicorn",
 )
 
 

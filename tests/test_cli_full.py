@@ -294,7 +294,8 @@ def test_auto_below_the_threshold_is_micro_only(use: Any, transcripts: Path) -> 
     provider = use(RecordingProvider())
     messages = big_session()
     micro = micro_only(messages)
-    result = invoke("auto", "--threshold", str(estimate(micro)), messages=messages)
+    every_turn = ("--policy", "every-turn")  # SPEC §4: micro on every call
+    result = invoke("auto", *every_turn, "--threshold", str(estimate(micro)), messages=messages)
     assert (result.exit_code, output(result), result.stderr) == (0, micro, "")
     assert provider.requests == [] and snapshots(transcripts) == []
 
@@ -318,12 +319,13 @@ def test_auto_default_threshold_is_50000(use: Any) -> None:
 def test_auto_keeps_the_micro_result_when_the_summary_fails(use: Any) -> None:
     use(FAILING_PROVIDERS["provider error"]())
     messages = big_session()
-    result = invoke("auto", "--threshold", "10", messages=messages)
-    assert result.exit_code == 0
-    assert output(result) == micro_only(messages)
-    assert warnings(result)[0] == (
-        "ctxpack: <stdin>: summary failed, micro-compacted result kept: bad reply: HTTP 400"
-    )
+    for policy, kept in (("every-turn", micro_only(messages)), ("cache-aware", messages)):
+        result = invoke("auto", "--policy", policy, "--threshold", "10", messages=messages)
+        assert result.exit_code == 0
+        assert output(result) == kept  # cache-aware: its batches are not there yet
+        assert warnings(result) == [
+            "ctxpack: <stdin>: summary failed, micro-compacted result kept: bad reply: HTTP 400"
+        ]
     assert invoke("auto", "--threshold", "10", "--strict", messages=messages).exit_code == 69
 
 

@@ -82,7 +82,9 @@ def test_six_parts_in_the_prompts_order_and_language(lang: str) -> None:
 
 
 def test_unknown_language_falls_back_to_english() -> None:
-    assert list(sections(summarize(source_of(session_zh()), "fr"))) == HEADINGS["en"]
+    found = list(sections(summarize(source_of(session_zh()), "fr")))
+    assert found == [heading for heading in HEADINGS["en"] if heading in found]
+    assert {"Goal", "Work done", "Needed to continue"} <= set(found)
 
 
 def test_deterministic_and_does_not_modify_the_messages() -> None:
@@ -98,14 +100,17 @@ def test_what_the_summary_holds_zh() -> None:
         "最初请求: “登录测试失败了，请修复 src/auth.py，但不要修改数据库结构。”"
     ]
     assert parts["已完成工作"][0] == "edit_file src/auth.py: + “return check(token)”"
-    assert parts["工具执行结果要点"] == ["read_file: def login(token):", "edit_file: ok"]
-    assert parts["重要文件路径"] == ["src/auth.py (已修改)"]
+    assert "工具执行结果要点" not in parts  # a command's outcome and a file are told elsewhere
+    assert parts["重要文件路径"] == [  # the names the work touched, too
+        "src/auth.py (已修改)",
+        "其他名称: tests/test_login.py, test_expired",
+    ]
     assert parts["后续所需上下文"] == [
         "最新请求: 即最初请求",
         "未解决的错误: bash `pytest -x tests/test_login.py`: "
         "FAILED tests/test_login.py::test_expired - expected 401, got 200",
         "最近回复: 已修复：过期令牌现在返回 401。",
-        "下一步: 回应最新请求",
+        "下一步: 无——最新请求已得到答复",  # the reply ended the turn
     ]
 
 
@@ -122,7 +127,8 @@ def test_what_the_summary_holds_openai_en() -> None:
     assert parts["Needed to continue"] == [
         "Latest request: the first request",
         "Latest reply: UA200 leaves at 3 pm. Shall I switch?",
-        "Next step: answer the latest request",
+        "Next step: none — the last request was answered; "
+        "waiting for the user's answer to: “Shall I switch?”",
     ]
 
 
@@ -199,7 +205,9 @@ def test_an_error_fixed_later_is_a_result_not_an_open_error() -> None:
         anthropic_result("c", "built", is_error=False),
     ]
     parts = sections(summarize(messages, "en"))
-    assert parts["Key tool results"][0] == "bash (error): `make all`: main.c:3: error: missing ;"
+    assert parts["Key tool results"][0] == (
+        "bash (error, fixed later): `make all`: main.c:3: error: missing ;"
+    )
     assert not any(line.startswith("Open error") for line in parts["Needed to continue"])
     assert parts["Work done"][:3] == [
         "Ran `make all`: ok",
@@ -223,15 +231,13 @@ def test_a_failed_call_whose_result_was_truncated_is_named_without_the_marker() 
     assert parts["已完成工作"][:2] == ["运行 `make b`: 失败", "运行 `make a`: 失败"]
 
 
-def test_calls_without_a_result_are_named() -> None:
+def test_calls_without_a_result_are_waited_for() -> None:
     messages = [
         {"role": "user", "content": "finish up"},
         openai_call([("c1", "finish", "{}")], "Done, finishing."),
     ]
-    assert (
-        "Calls without a result yet: finish"
-        in sections(summarize(messages, "en"))["Needed to continue"]
-    )
+    needed = sections(summarize(messages, "en"))["Needed to continue"]
+    assert needed[-1] == "Next step: wait for the result of `finish`"
 
 
 def test_later_and_latest_requests() -> None:
@@ -243,10 +249,9 @@ def test_later_and_latest_requests() -> None:
         {"role": "user", "content": "third thing, and never touch prod"},
     ]
     parts = sections(summarize(messages, "en"))
-    assert parts["Goal"] == [
+    assert parts["Goal"] == [  # the latest is in "needed to continue", not twice
         "First request: “first thing”",
         "Later request: “second thing”",
-        "Later request: “third thing, and never touch prod”",
     ]
     assert parts["Key constraints"] == ["third thing, and never touch prod"]
     assert "Latest request: “third thing, and never touch prod”" in parts["Needed to continue"]
@@ -309,7 +314,7 @@ def test_the_most_important_lines_survive_a_tight_budget() -> None:
     assert parts["Goal"][0].startswith("First request: “重构整个项目")
     assert parts["Needed to continue"] == [  # always there
         "Latest request: “please also do thing 199, and never break the build”",
-        "Next step: Then the next one.",
+        "Next step: answer the latest request",  # the history ends with it, unanswered
     ]
     assert len(parts["Important file paths"]) > 5  # then the paths
     assert "Key tool results" not in parts  # lower priorities do not fit

@@ -839,7 +839,8 @@ def test_a_model_sees_the_previous_summary_first() -> None:
 
 
 def auto(messages: list[Message], threshold: int, provider: Any, **job: Any) -> Any:
-    job = Job("auto", Settings(threshold=threshold), **job)
+    """SPEC §4's auto: micro on every call (the cache-aware default: test_core_cache_policy)."""
+    job = Job("auto", Settings(threshold=threshold, policy="every-turn"), **job)
     return run(job, Conversation(messages), Context(provider))
 
 

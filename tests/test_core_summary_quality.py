@@ -21,7 +21,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from strategies import STYLES
 from strategies_full import full_conversations
-from support_full import anthropic_call, anthropic_result
+from support_full import anthropic_call, anthropic_result, summary_part
 
 from compactor_core.full import full_compact
 from compactor_core.providers.base import SummaryRequest
@@ -151,7 +151,7 @@ def test_no_harness_text_is_quoted_and_the_requests_are_the_users() -> None:
 
 
 def test_work_done_newest_first_with_gist_outcome_and_decision() -> None:
-    work = section(summarize(EN, "en"), "Work done")
+    work = summary_part(summarize(EN, "en"), "Work done")
     assert work[:4] == [
         "Ran `git push origin fix-login`: failed: error: failed to push some refs to 'origin'",
         "Write docs/auth.md: 3 lines",
@@ -167,7 +167,7 @@ def test_work_done_newest_first_with_gist_outcome_and_decision() -> None:
 
 def test_open_error_latest_request_and_next_step_are_always_there() -> None:
     for max_tokens in (120, 300, 2000):
-        needed = section(summarize(EN, "en", max_tokens), "Needed to continue")
+        needed = summary_part(summarize(EN, "en", max_tokens), "Needed to continue")
         assert needed[0] == "Latest request: “Push the branch and open the PR.”"
         assert needed[-1] == "Next step: Next I will rebase and push."
         assert any(
@@ -176,14 +176,14 @@ def test_open_error_latest_request_and_next_step_are_always_there() -> None:
 
 
 def test_the_failed_test_fixed_later_is_not_open() -> None:
-    needed = section(summarize(EN, "en"), "Needed to continue")
+    needed = summary_part(summarize(EN, "en"), "Needed to continue")
     assert not any("pytest" in line for line in needed)
 
 
 def test_the_old_outcome_is_read_from_before_micro_compaction() -> None:
     """Micro turned the failed push's output into a marker; the error line is still known."""
     result = full_compact([*EN, user("ok")], ExtractiveSummarizer(), Settings(lang="en"))
-    work = section(result.summary or "", "Work done")
+    work = summary_part(result.summary or "", "Work done")
     assert work[0].endswith("failed: error: failed to push some refs to 'origin'")
 
 
@@ -200,18 +200,8 @@ def test_a_re_summary_keeps_one_first_request() -> None:
     assert pick_first(summary) == pick_first(first.summary) is not None
     assert "- Later request: “ok”" in summary  # the earlier latest request moved up
     latest = "Latest request: “Now also add a changelog entry, please.”"
-    assert section(summary, "Needed to continue")[0] == latest
+    assert summary_part(summary, "Needed to continue")[0] == latest
     assert second.messages[-1] == more[-1]  # the pending request stays as it was
-
-
-def section(summary: str, heading: str) -> list[str]:
-    lines, inside = [], False
-    for line in summary.splitlines():
-        if line.startswith("## "):
-            inside = line[3:] == heading
-        elif inside and line.startswith("- "):
-            lines.append(line[2:])
-    return lines
 
 
 # --- properties over generated sessions ----------------------------------------------------------

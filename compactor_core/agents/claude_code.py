@@ -73,6 +73,11 @@ class ClaudeCode(AgentFormat):
             return False
         if "payload" in record or "role" in record:  # Codex, or a plain message
             return False
+        if "systemPayload" in record or record["type"] == "tool_result":  # Qwen Code's
+            return False
+        message = record.get("message")
+        if isinstance(message, dict) and "parts" in message:  # Qwen Code's Gemini parts
+            return False
         if record["type"] in _OWN_TYPES:
             return True
         return "uuid" in record and "sessionId" in record

@@ -38,6 +38,8 @@ from typing import Any
 
 import orjson
 
+from ..boilerplate import CODEX_SUMMARY_INTRO
+from ..response_items import has_text, is_call, is_context, is_output, texts, tool_use
 from ..session_files.base import (
     AgentFormat,
     Compaction,
@@ -59,22 +61,10 @@ RECORD_TYPES = frozenset(
         "token_usage_record",
     }
 )
-# What Codex puts before the summary it writes, so a later compaction of Codex's own does not
-# take the summary for a user's request.
-SUMMARY_INTRO = (
-    "Another language model started to solve this problem and produced a summary of its "
-    "thinking process. You also have access to the state of the tools that were used by that "
-    "language model. Use this to build on the work that has already been done and avoid "
-    "duplicating work. Here is the summary produced by the other language model, use the "
-    "information in this summary to assist with your own analysis:\n"
-)
-# User messages Codex writes itself, sent again after a compaction.
-_CONTEXT_OPENINGS = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
 _SYSTEM_ROLES = frozenset({"developer", "system"})
 # Where UI copies keep a tool's output (keys of an event payload or of its ``item``).
 _OUTPUT_KEYS = ("stdout", "stderr", "aggregated_output", "formatted_output", "output", "result")
 _ITEM_EVENTS = frozenset({"item_started", "item_updated", "item_completed"})
-_LOCAL_SHELL = "local_shell"
 Entry = tuple[int, int, str]  # a message of the view: (record index, message of it, side)
 _ROLLBACK = "thread_rolled_back"
 
@@ -147,7 +137,7 @@ class Codex(AgentFormat):
 
     def store(self, record: Record, messages: list[dict[str, Any]], truncated: dict[Any, str]):
         for item, message in zip(_conversation_items(record), messages, strict=True):
-            if _is_output(item):
+            if is_output(item):
                 item["output"] = message["content"][0].get("content")
 
     def shrink_copies(self, record: Record, truncated: dict[Any, str]) -> bool:
@@ -167,7 +157,7 @@ class Codex(AgentFormat):
 
     def compaction_records(self, compaction: Compaction) -> list[Record]:
         stamp = _timestamp(compaction)
-        text = SUMMARY_INTRO + compaction.summary
+        text = CODEX_SUMMARY_INTRO + compaction.summary
         summary = {"type": "message", "role": "user", "content": [_input_text(text)]}
         history = [summary, *_pending_items(compaction)]
         compacted = {"message": text, "replacement_history": history}
@@ -287,102 +277,52 @@ def _is_conversation(item: Any) -> bool:
     kind = item["type"]
     if kind == "message":
         return isinstance(item.get("role"), str)
-    return kind == "reasoning" or _is_call(item) or _is_output(item)
-
-
-def _is_call(item: dict[str, Any]) -> bool:
-    return item.get("type", "").endswith("_call") and _call_id(item) is not None
-
-
-def _is_output(item: dict[str, Any]) -> bool:
-    return item.get("type", "").endswith("_output") and isinstance(item.get("call_id"), str)
-
-
-def _call_id(item: dict[str, Any]) -> str | None:
-    # an old local_shell_call names its call by ``id`` only
-    for key in ("call_id", "id") if item.get("type") == "local_shell_call" else ("call_id",):
-        if isinstance(item.get(key), str):
-            return item[key]
-    return None
+    return kind == "reasoning" or is_call(item) or is_output(item)
 
 
 def _side(item: dict[str, Any]) -> str:
-    if _is_output(item):
+    if is_output(item):
         return "results"
     if item.get("type") != "message":
         return "assistant"
     role = item.get("role")
-    if role in _SYSTEM_ROLES or _is_context(item):
+    if role in _SYSTEM_ROLES or is_context(item):
         return "system"
     if role != "user":
         return "assistant"
     return "summary" if item.get("summary") is True or _is_summary(item) else "user"
 
 
-def _texts(item: dict[str, Any]) -> list[str]:
-    content = item.get("content")
-    if isinstance(content, str):
-        return [content]
-    if not isinstance(content, list):
-        return []
-    return [part["text"] for part in content if isinstance(part, dict) and _is_text(part)]
-
-
-def _is_text(part: dict[str, Any]) -> bool:
-    return isinstance(part.get("text"), str)
-
-
-def _is_context(item: dict[str, Any]) -> bool:
-    texts = _texts(item)
-    return item.get("role") == "user" and bool(texts) and texts[0].startswith(_CONTEXT_OPENINGS)
-
-
 def _is_summary(item: dict[str, Any]) -> bool:
-    texts = _texts(item)
-    return bool(texts) and texts[0].startswith(SUMMARY_INTRO)
+    found = texts(item.get("content"))
+    return bool(found) and found[0].startswith(CODEX_SUMMARY_INTRO)
 
 
 def _message(item: dict[str, Any]) -> dict[str, Any]:
     """One response item as a message in the core's Anthropic shape."""
-    if _is_output(item):
+    if is_output(item):
         block = {
             "type": "tool_result",
             "tool_use_id": item["call_id"],
             "content": item.get("output"),
         }
         return {"role": "user", "content": [block]}
-    if _is_call(item):
-        return {"role": "assistant", "content": [_tool_use(item)]}
+    if is_call(item):
+        return {"role": "assistant", "content": [tool_use(item)]}
     if item["type"] == "reasoning":
         summary = item.get("summary")
-        texts = (
-            [s["text"] for s in summary if isinstance(s, dict) and _is_text(s)]
-            if isinstance(summary, list)
-            else []
-        )
-        return {"role": "assistant", "content": [{"type": "reasoning", "text": "\n".join(texts)}]}
+        found = texts(summary) if isinstance(summary, list) else []
+        return {"role": "assistant", "content": [{"type": "reasoning", "text": "\n".join(found)}]}
     role = "system" if _side(item) == "system" else item["role"]
     content = item.get("content")
     if isinstance(content, list):
         blocks = [
-            {"type": "text", "text": part["text"]} if _is_text(part) else {"type": "image"}
+            {"type": "text", "text": part["text"]} if has_text(part) else {"type": "image"}
             for part in content
             if isinstance(part, dict)
         ]
         return {"role": role, "content": blocks}
     return {"role": role, "content": content if isinstance(content, str) else None}
-
-
-def _tool_use(item: dict[str, Any]) -> dict[str, Any]:
-    kind = item["type"]
-    if kind == "local_shell_call":
-        name, arguments = _LOCAL_SHELL, item.get("action")
-    elif kind == "function_call":
-        name, arguments = item.get("name"), item.get("arguments")
-    else:
-        name, arguments = item.get("name"), item.get("input", item.get("arguments"))
-    name = name if isinstance(name, str) else kind.removesuffix("_call")
-    return {"type": "tool_use", "id": _call_id(item), "name": name, "input": arguments}
 
 
 def _input_text(text: str) -> dict[str, str]:

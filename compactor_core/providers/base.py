@@ -20,6 +20,9 @@ class SummaryRequest:
     # The conversation as it came, before micro compaction: a provider that reads the history
     # itself (extractive) looks up there how an old command ended. Never sent anywhere.
     original: list[Message] = field(default_factory=list)
+    # The history whole (micro-compacted), before ``messages`` was shrunk to fit a model's
+    # prompt (SPEC §3.10): a provider that reads the history itself reads all of it.
+    history: list[Message] | None = None
 
 
 class Summarizer(Protocol):

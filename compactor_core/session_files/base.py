@@ -87,6 +87,21 @@ class ViewMessage:
         return list(zip(self.records, self.parts or (None,) * len(self.records), strict=True))
 
 
+def by_role(pieces: list[tuple[int, int, str]]) -> list[ViewMessage]:
+    """View messages from (record, part, role) in order: consecutive parts of one role are one
+    message, as the agent joins them into one turn."""
+    groups: list[list[tuple[int, int, str]]] = []
+    for piece in pieces:
+        if groups and groups[-1][-1][2] == piece[2]:
+            groups[-1].append(piece)
+        else:
+            groups.append([piece])
+    return [
+        ViewMessage(tuple(index for index, _, _ in group), tuple(part for _, part, _ in group))
+        for group in groups
+    ]
+
+
 @dataclass(frozen=True)
 class Compaction:
     """What a full compaction hands the format to write: it returns the records to append."""
@@ -102,6 +117,12 @@ class Compaction:
     now: datetime  # the time to stamp new records with (UTC, timezone-aware)
     path: Path | None = None  # the session file, when there is one
     new_id: Any = None  # a function () -> str giving fresh record ids (uuid4 by default)
+
+    @property
+    def stamp(self) -> str:
+        """``now`` as the agents write their timestamps: ``2026-12-03T13:17:21.967Z``."""
+        now = self.now
+        return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
 @dataclass(frozen=True)

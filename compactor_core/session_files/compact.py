@@ -13,7 +13,7 @@ format appends. The file's lines before them stay as they are.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -43,6 +43,9 @@ class MicroPlan:
     outputs: dict[Any, str]  # call id -> tool name of every output that gets the marker
     copies: frozenset[int]  # other records holding UI copies of those outputs
     results: int  # tool results that get the marker
+    # records of ``records`` that also hold parts of the newest turns: those parts stay whole
+    # (one record may hold a whole history, as Gemini CLI's checkpoints do)
+    kept_parts: dict[int, frozenset[int]] = field(default_factory=dict)
 
     def touches(self, index: int) -> bool:
         return index in self.records or index in self.copies
@@ -69,30 +72,41 @@ def plan_micro(session: SessionIndex, settings: Settings) -> MicroPlan:
     keep = max(settings.keep_recent, 0)
     kept_turns = turns[len(turns) - keep :] if keep else []
     kept = {
-        index for turn in kept_turns for number in turn for index in session.view[number].records
+        piece for turn in kept_turns for number in turn for piece in session.view[number].pieces()
     }
+    whole = {index for index, part in kept if part is None}
+    kept_parts: dict[int, set[int]] = {}
+    for index, part in kept:
+        if part is not None and index not in whole:
+            kept_parts.setdefault(index, set()).add(part)
+    kept_calls = {
+        result.call_id
+        for index, part in kept
+        for result in infos[index].results
+        if part is None or result.part == part
+    }
+
+    def old(index: int, result: ToolResult) -> bool:
+        return index not in whole and result.part not in kept_parts.get(index, ())
+
     records: set[int] = set()
     outputs: dict[Any, str] = {}
+    marked = 0
     for index, info in enumerate(infos):
-        if index in kept:
-            continue
         for result in info.results:
             tool = session.names.get(result.call_id, UNKNOWN_TOOL)
-            if _gets_marker(result, tool, settings):
+            if old(index, result) and _gets_marker(result, tool, settings):
                 records.add(index)
-                if isinstance(result.call_id, str):
+                marked += 1
+                if isinstance(result.call_id, str) and result.call_id not in kept_calls:
                     outputs[result.call_id] = tool
     copies = frozenset(
         index
         for index, info in enumerate(infos)
-        if info.copies and index not in kept and any(call in outputs for call in info.copies)
+        if info.copies and index not in whole and any(call in outputs for call in info.copies)
     )
-    results = sum(
-        _gets_marker(result, session.names.get(result.call_id, UNKNOWN_TOOL), settings)
-        for index in records
-        for result in infos[index].results
-    )
-    return MicroPlan(frozenset(records), outputs, copies, results)
+    partly = {index: frozenset(parts) for index, parts in kept_parts.items() if index in records}
+    return MicroPlan(frozenset(records), outputs, copies, marked, partly)
 
 
 def _gets_marker(result: ToolResult, tool: str, settings: Settings) -> bool:
@@ -113,7 +127,9 @@ def micro_change(session: SessionIndex, plan: MicroPlan, settings: Settings):
         changed = False
         if index in plan.records:
             messages = agent_format.messages(record)
-            holders = list(result_holders(messages))
+            kept = plan.kept_parts.get(index, frozenset())
+            candidates = [m for part, m in enumerate(messages) if part not in kept]
+            holders = list(result_holders(candidates))
             before = [is_marker(holder.get("content")) for _, holder in holders]
             calls = {call_id for call_id, _ in holders if isinstance(call_id, str)}
             asked = {
@@ -124,13 +140,13 @@ def micro_change(session: SessionIndex, plan: MicroPlan, settings: Settings):
                     if call_id in session.names
                 ],
             }
-            compacted = micro_compact([asked, *messages], every_result)[0][1:]
+            compacted = micro_compact([asked, *candidates], every_result)[0][1:]
             truncated = {
                 call_id: session.names.get(call_id, UNKNOWN_TOOL)
                 for (call_id, holder), was in zip(result_holders(compacted), before, strict=True)
                 if not was and is_marker(holder.get("content"))
             }
-            for message, now in zip(messages, compacted, strict=True):
+            for message, now in zip(candidates, compacted, strict=True):
                 if now is not message:  # the format's messages may be the record's own dicts
                     message.clear()
                     message.update(now)
@@ -244,6 +260,11 @@ class SessionSubject:
 
     def tokens_without_summary(self, pending: PendingTurn, lang: str) -> int:
         return self._appended_tokens(self._compaction("", [], pending))
+
+    def for_the_cache(self, provider: Any, keeper: Any, dry_run: bool) -> None:
+        """None: a session file keeps the every-turn rules. Its agent resumes it after being
+        idle, when the provider's cache has expired anyway, so nothing is saved by waiting."""
+        return None
 
     # --- what the writer needs ---
 

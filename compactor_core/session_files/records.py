@@ -9,12 +9,15 @@ JSON is *torn*: what an agent leaves when it is killed while writing.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 import orjson
 
 from ..errors import InputError
 from ..formats import UTF8_BOM, json_type, load_value
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # Every digit to "0", every other byte to "x": a run of 19 digits is then a plain substring.
 _DIGITS_ONLY = bytes(
@@ -101,3 +104,13 @@ def is_torn(line: Line, last: bool) -> bool:
 def _without_source(message: str) -> str:
     # load_value names the place as "<source>: line N, column C: ..."; the source was empty
     return message.split(": ", 1)[1] if message.startswith(": ") else message
+
+
+def first_record(path: Path) -> dict[str, Any]:
+    """The file's first line as a record (a header, a session's metadata); {} if it is not one."""
+    try:
+        with open(path, "rb") as handle:
+            record = orjson.loads(handle.readline())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return record if isinstance(record, dict) else {}

@@ -20,6 +20,10 @@ if TYPE_CHECKING:  # the formats' base class is imported with the first format m
 _MODULES = {
     "claude-code": "compactor_core.agents.claude_code:ClaudeCode",
     "codex": "compactor_core.agents.codex:Codex",
+    "gemini-cli": "compactor_core.agents.gemini_cli:GeminiCli",
+    "qwen-code": "compactor_core.agents.qwen_code:QwenCode",
+    "pi": "compactor_core.agents.pi:Pi",
+    "copilot-cli": "compactor_core.agents.copilot_cli:CopilotCli",
 }
 MESSAGES = defaults.MESSAGES_FORMAT
 AUTO = defaults.AUTO_FORMAT

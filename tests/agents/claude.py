@@ -86,10 +86,12 @@ def run_claude(
         "ANTHROPIC_API_KEY": "sk-ant-test-local-server",
     }
     done = run_agent(command, cwd, env, timeout, user)
-    return AgentRun(command, done.returncode, done.stdout, done.stderr, _session_id(done.stdout))
+    return AgentRun(
+        command, done.returncode, done.stdout, done.stderr, reported_session_id(done.stdout)
+    )
 
 
-def _session_id(stdout: str) -> str | None:
+def reported_session_id(stdout: str) -> str | None:
     """``--output-format json`` prints one result object naming the session."""
     try:
         result = json.loads(stdout)

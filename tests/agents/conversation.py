@@ -149,3 +149,109 @@ def _content(message: dict[str, Any]) -> list[Any]:
 
 def _is(block: Any, kind: str) -> bool:
     return isinstance(block, dict) and block.get("type") == kind
+
+
+def chat_conversation(body: dict[str, Any]) -> Conversation:
+    """OpenAI Chat Completions ``messages``: a call is a ``tool_use`` block of the assistant's
+    message, a run of ``tool`` messages one user message of ``tool_result`` blocks. The size is
+    that of the history: every message but the system prompt."""
+    messages: list[dict[str, Any]] = []
+    history = [m for m in body["messages"] if m.get("role") not in ("system", "developer")]
+    for message in body["messages"]:
+        role = message.get("role")
+        if role == "tool":
+            block = {
+                "type": "tool_result",
+                "tool_use_id": message.get("tool_call_id"),
+                "content": _tool_text(message.get("content")),
+            }
+            if messages and messages[-1]["role"] == "user" and _all_results(messages[-1]):
+                messages[-1]["content"].append(block)
+            else:
+                messages.append({"role": "user", "content": [block]})
+            continue
+        blocks = _text_blocks(message.get("content"))
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": call.get("id"),
+                    "name": function.get("name", ""),
+                    "input": function.get("arguments"),
+                }
+            )
+        messages.append({"role": "system" if role == "developer" else role, "content": blocks})
+    return Conversation(messages, _size(history))
+
+
+def gemini_conversation(body: dict[str, Any]) -> Conversation:
+    """Gemini ``contents``: ``functionCall`` parts are ``tool_use`` blocks, ``functionResponse``
+    parts ``tool_result`` blocks. Gemini CLI sends the responses without their ids: the n-th
+    response of a name answers the n-th call of that name in the model turn before (counting
+    round again, since it sends every response twice)."""
+    messages: list[dict[str, Any]] = []
+    last_calls: dict[str, list[Any]] = {}  # name -> ids, of the latest model turn
+    for content in body["contents"]:
+        role = "assistant" if content.get("role") == "model" else "user"
+        blocks: list[dict[str, Any]] = []
+        answered: dict[str, int] = {}
+        for part in content.get("parts") or ():
+            if "functionCall" in part:
+                call = part["functionCall"]
+                block = {"type": "tool_use", "id": call.get("id"), "name": call.get("name")}
+                blocks.append({**block, "input": call.get("args")})
+            elif "functionResponse" in part:
+                response = part["functionResponse"]
+                name, call_id = response.get("name"), response.get("id")
+                ids = last_calls.get(name) or [None]
+                if call_id is None:
+                    call_id = ids[answered.get(name, 0) % len(ids)]
+                    answered[name] = answered.get(name, 0) + 1
+                block = {"type": "tool_result", "tool_use_id": call_id}
+                blocks.append({**block, "content": function_output(response)})
+            elif isinstance(part.get("text"), str):
+                blocks.append({"type": "text", "text": part["text"]})
+        if role == "assistant" and any(_is(block, "tool_use") for block in blocks):
+            last_calls = {}
+            for block in blocks:
+                if _is(block, "tool_use"):
+                    last_calls.setdefault(block["name"], []).append(block["id"])
+        messages.append({"role": role, "content": blocks})
+    return Conversation(messages, _size(body["contents"]))
+
+
+def function_output(response: dict[str, Any]) -> Any:
+    """What ctxpack counts of a function response: its one string, or the response object."""
+    value = response.get("response")
+    if isinstance(value, dict) and len(value) == 1 and isinstance(next(iter(value.values())), str):
+        return next(iter(value.values()))
+    return value
+
+
+def _tool_text(content: Any) -> Any:
+    """A tool message's content as the model reads it: text parts (Qwen Code sends a list of
+    them) are their text."""
+    if isinstance(content, list) and all(_is(part, "text") for part in content):
+        return "".join(part.get("text", "") for part in content)
+    return content
+
+
+def _text_blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    if isinstance(content, list):
+        return [
+            {"type": "text", "text": part.get("text", "")}
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
+        ]
+    return []
+
+
+def _all_results(message: dict[str, Any]) -> bool:
+    return all(_is(block, "tool_result") for block in _content(message))
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False).encode())

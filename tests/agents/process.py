@@ -12,7 +12,23 @@ from helpers import REPO
 
 AGENTS_BIN = REPO / ".agents" / "node_modules" / ".bin"
 # Keys and settings of the machine's user must never reach an agent under test.
-_PRIVATE_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "CTXPACK_")
+_PRIVATE_PREFIXES = (
+    "ANTHROPIC_",
+    "CLAUDE_",
+    "OPENAI_",
+    "CODEX_",
+    "CTXPACK_",
+    "GEMINI_",
+    "GOOGLE_",
+    "QWEN_",
+    "PI_",
+    "COPILOT_",
+    "GITHUB_",
+    "GH_",
+    "OPENCODE_",
+    "CLINE_",
+    "XDG_",
+)
 
 
 class AgentMissing(RuntimeError):

@@ -7,6 +7,7 @@ again with the results. A reply without calls ends the agent's turn.
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from collections.abc import Iterable
@@ -28,6 +29,7 @@ class Reply:
 
 
 DONE = Reply(text="Done.")
+SIDE = Reply(text="Report work")  # a title, a memory note: whatever an agent asks on the side
 SUMMARY = "The user is building a report; the logs were read and the numbers counted."
 
 
@@ -36,17 +38,29 @@ class Script:
     """The replies still to give, in order; once they run out, every request gets ``default``.
 
     A request in which the agent asks for a summary of the conversation (its own compaction) is
-    answered with ``summary`` instead, and takes nothing from the list.
+    answered with ``summary`` instead, and takes nothing from the list. The agents that speak Chat
+    Completions or Gemini's API are told to compact by a phrase of their own compaction prompt
+    (``compaction_phrase``), and answered with ``summary`` wrapped in what they parse
+    (``summary_format``, with ``{summary}`` in it).
     """
 
     replies: list[Reply] = field(default_factory=list)
     default: Reply = DONE
     summary: str = SUMMARY
+    side_reply: Reply = SIDE
+    compaction_phrase: str = ""
+    summary_format: str = "{summary}"
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def extend(self, replies: Iterable[Reply]) -> None:
         with self._lock:
             self.replies.extend(replies)
+
+    def is_compaction(self, body: object) -> bool:
+        return bool(self.compaction_phrase) and self.compaction_phrase in json.dumps(body)
+
+    def summary_text(self) -> str:
+        return self.summary_format.format(summary=self.summary)
 
     def next_reply(self) -> Reply:
         with self._lock:

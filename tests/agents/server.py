@@ -1,4 +1,4 @@
-"""A local model server on 127.0.0.1 that plays the model for the real Claude Code and Codex.
+"""A local model server on 127.0.0.1 that plays the model for the real coding agents.
 
 It records every request (so a test sees exactly what the agent sent after resuming a session)
 and answers from a ``Script``:
@@ -6,6 +6,14 @@ and answers from a ``Script``:
 - ``POST /v1/messages`` (Claude Code): an Anthropic Messages reply, streamed as SSE when asked.
 - ``POST /v1/messages/count_tokens``: a rough count, so nothing waits on it.
 - ``POST /v1/responses`` (Codex): an OpenAI Responses reply, streamed as SSE.
+- ``POST /v1/chat/completions`` (pi, OpenCode, Copilot CLI, Qwen Code, Cline): an OpenAI Chat
+  Completions reply, streamed as SSE when asked.
+- ``POST /v1beta/models/M:generateContent`` / ``:streamGenerateContent`` (Gemini CLI): a Gemini
+  reply; ``:countTokens`` a rough count.
+
+A request of the last two kinds that offers no tools (a title, a memory note, a routing
+question) is answered with ``Script.side_reply`` and takes nothing from the script: the script
+is the agent's turns alone, and ``turn_requests`` are the requests that make them.
 - anything else, including Codex's WebSocket upgrade on ``GET /v1/responses``: 404 at once
   (a refused upgrade makes Codex use plain HTTP), and the path is logged in ``unknown``.
 
@@ -27,10 +35,10 @@ from urllib.parse import urlsplit
 
 from helpers import serve_in_background
 
-from agents import anthropic_api, responses_api
+from agents import anthropic_api, chat_api, gemini_api, responses_api
 from agents.script import Reply, Script
 
-MODEL_PATHS = ("/v1/messages", "/v1/responses")
+MODEL_PATHS = ("/v1/messages", "/v1/responses", "/v1/chat/completions")
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,19 @@ class Recorded:
     headers: dict[str, str]  # names in lower case
     body: Any  # the JSON body, or the raw bytes when it is not JSON
     size: int  # bytes of the (decompressed) body
+
+    @property
+    def asks_model(self) -> bool:
+        return self.method == "POST" and (self.path in MODEL_PATHS or _is_gemini_turn(self.path))
+
+    @property
+    def offers_tools(self) -> bool:
+        """A turn of the agent's: a model request that offers the model tools."""
+        if not self.asks_model or not isinstance(self.body, dict):
+            return False
+        if _is_gemini_turn(self.path):
+            return gemini_api.offers_tools(self.body)
+        return bool(self.body.get("tools"))
 
 
 def fixed_tokens(_raw: bytes) -> int:
@@ -74,7 +95,13 @@ class ModelServer:
     def model_requests(self) -> list[Recorded]:
         """The requests for a model reply, in the order they came."""
         with self._lock:
-            return [r for r in self.requests if r.method == "POST" and r.path in MODEL_PATHS]
+            return [request for request in self.requests if request.asks_model]
+
+    @property
+    def turn_requests(self) -> list[Recorded]:
+        """The model requests that offer tools: the agent's turns, not its side questions."""
+        with self._lock:
+            return [request for request in self.requests if request.offers_tools]
 
     def forget(self) -> None:
         """Drop what was recorded so far (before the run a test looks at)."""
@@ -95,7 +122,8 @@ class ModelServer:
     def record(self, request: Recorded) -> None:
         with self._lock:
             self.requests.append(request)
-            if request.method != "POST" or not request.path.startswith(MODEL_PATHS):
+            known = request.path.startswith(MODEL_PATHS) or gemini_api.method(request.path)
+            if request.method != "POST" or not known:
                 self.unknown.append(f"{request.method} {request.path}")
 
 
@@ -119,6 +147,10 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                     reply = server.script.next_reply()
                 model = str(body.get("model"))
                 self._stream(responses_api.stream(reply, model, server.input_tokens(raw)))
+            elif path == "/v1/chat/completions" and isinstance(body, dict):
+                self._chat(body, raw)
+            elif gemini_api.method(path) and isinstance(body, dict):
+                self._gemini(path, body, raw)
             else:
                 self._send(404, "application/json", '{"error": {"message": "not here"}}')
 
@@ -137,6 +169,30 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             whole = anthropic_api.message(reply, str(body.get("model")), server.input_tokens(raw))
             if body.get("stream"):
                 self._stream(anthropic_api.stream(whole))
+            else:
+                self._send(200, "application/json", json.dumps(whole))
+
+        def _chat(self, body: dict[str, Any], raw: bytes) -> None:
+            reply = _turn_reply(server, chat_api.offers_tools(body), body)
+            model = str(body.get("model"))
+            whole = chat_api.completion(reply, model, server.input_tokens(raw))
+            if body.get("stream"):
+                self._stream(chat_api.stream(whole))
+            else:
+                self._send(200, "application/json", json.dumps(whole))
+
+        def _gemini(self, path: str, body: dict[str, Any], raw: bytes) -> None:
+            model, method = gemini_api.method(path) or ("", "")
+            if method == "countTokens":
+                self._send(200, "application/json", json.dumps(gemini_api.count_tokens(raw)))
+                return
+            if method not in gemini_api.GENERATE:
+                self._send(404, "application/json", '{"error": {"message": "not here"}}')
+                return
+            reply = _turn_reply(server, gemini_api.offers_tools(body), body)
+            whole = gemini_api.response(reply, model, server.input_tokens(raw))
+            if method == "streamGenerateContent":
+                self._stream(gemini_api.stream(whole))
             else:
                 self._send(200, "application/json", json.dumps(whole))
 
@@ -166,6 +222,21 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             pass  # the requests are recorded; keep the test output clean
 
     return Handler
+
+
+def _is_gemini_turn(path: str) -> bool:
+    found = gemini_api.method(path)
+    return found is not None and found[1] in gemini_api.GENERATE
+
+
+def _turn_reply(server: ModelServer, offers_tools: bool, body: dict[str, Any]) -> Reply:
+    """The script's next reply for a turn; its summary for the agent's own compaction; the side
+    reply for a request that offers no tools."""
+    if server.script.is_compaction(body):
+        return Reply(text=server.script.summary_text())
+    if not offers_tools:
+        return server.script.side_reply
+    return server.script.next_reply()
 
 
 def _decoded(raw: bytes, request: BaseHTTPRequestHandler) -> bytes:

@@ -11,13 +11,17 @@ work goes on after it, so that a session holds tool results on both sides of the
 
 from __future__ import annotations
 
+import json
 import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from helpers import CORPUS
+
 from agents.claude import ClaudeHome, run_claude
 from agents.codex import CodexHome, run_codex
+from agents.qwen import QwenHome
 from agents.script import Reply, Script, ToolCall
 from agents.server import ModelServer, tokens_by_size
 
@@ -55,7 +59,22 @@ class Session:
         shutil.copytree(self.project, project)
         if self.agent == "claude-code":  # the project folder's name follows the cwd
             path = _moved(path, ClaudeHome(root).project_dir(project))
+        if self.agent == "qwen-code":  # so do the folder's name and every record's cwd
+            path = _moved(path, QwenHome(root).chats(project))
+            _rewrite_cwd(path, self.project, project)
         return Session(self.agent, root, project, self.session_id, path)
+
+
+def _rewrite_cwd(path: Path, old: Path, new: Path) -> None:
+    """Qwen Code resumes a session only in the folder its records name (``cwd``)."""
+    lines = []
+    for line in path.read_bytes().splitlines(keepends=True):
+        record = json.loads(line)
+        if record.get("cwd") == str(old):
+            record["cwd"] = str(new)
+            line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        lines.append(line)
+    path.write_bytes(b"".join(lines))
 
 
 def _moved(path: Path, folder: Path) -> Path:
@@ -65,6 +84,24 @@ def _moved(path: Path, folder: Path) -> Path:
     target = folder / path.name
     path.rename(target)
     return target
+
+
+# The real sessions of the corpus (tests/corpus/README.md), by their session id.
+ORIGINALS = {
+    "cc_kimi_516b7270": "516b7270-b0ab-4d34-9e4d-1f05c9ccd20a",
+    "cc_entire_1284c080": "1284c080-f9cd-45f8-9942-ff58f5c517e5",
+}
+
+
+def original_session(root: Path, name: str) -> Session:
+    """A corpus session put where Claude Code looks for it: in a scratch project's folder."""
+    project = root / "project"
+    project.mkdir(parents=True)
+    session_id = ORIGINALS[name]
+    path = ClaudeHome(root).session_file(project, session_id)
+    path.parent.mkdir(parents=True)
+    shutil.copyfile(CORPUS / "originals" / f"{name}__full.jsonl", path)
+    return Session("claude-code", root, project, session_id, path)
 
 
 def prepare_project(project: Path, workload: Workload) -> None:

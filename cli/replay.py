@@ -1,0 +1,164 @@
+"""``ctxpack replay``: what piping every request through ``auto`` would have been billed."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from compactor_core import defaults
+
+from . import io, options
+from .exit_codes import combined, for_each_input
+
+if TYPE_CHECKING:
+    from compactor_core.pricing import Pricing
+    from compactor_core.replay import Replay
+    from compactor_core.settings import Settings
+
+PROFILES = ("anthropic-5m", "anthropic-1h", "openai")  # compactor_core.pricing's (a test checks)
+
+
+@click.command(
+    epilog=options.epilog(
+        "ctxpack replay session.json                     # the bill, three policies, two uses",
+        "ctxpack replay --threshold 20000 ~/.claude/projects/-home-me-app/*.jsonl",
+        "ctxpack replay --pricing openai --json session.json | jq .rows",
+        "ctxpack replay --read 0.25 --write 1 --plot tokens.svg session.json",
+    )
+)
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@options.format_option
+@click.option(
+    "--pricing",
+    "profile",
+    type=click.Choice(PROFILES),
+    default="anthropic-5m",
+    show_default=True,
+    help="Cache prices and time to live: anthropic-5m (read 0.1x, write 1.25x, 5 min), "
+    "anthropic-1h (0.1x, 2x, 1 h), openai (0.1x, 1x, 5 min).",
+)
+@click.option(
+    "--read",
+    type=click.FloatRange(min=0),
+    metavar="X",
+    help="A cached input token costs X input tokens [default: the pricing's].",
+)
+@click.option(
+    "--write",
+    type=click.FloatRange(min=0),
+    metavar="Y",
+    help="An input token written into the cache costs Y [default: the pricing's].",
+)
+@click.option(
+    "--ttl",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help="How long a cached prefix lives unused [default: the pricing's].",
+)
+@options.threshold_option
+@options.policy_options
+@options.micro_options
+@options.compat_option
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    default=defaults.MAX_TOKENS,
+    show_default=True,
+    help="Token budget of each summary (the built-in extractive summarizer's, offline).",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per file, for scripts.")
+@click.option(
+    "--plot",
+    metavar="FILE.svg|FILE.png",
+    help="Draw tokens per request for each policy (one input; needs ctxpack[plot]).",
+)
+def replay(files: tuple[str, ...], **chosen: Any) -> None:
+    """Replay saved sessions request by request and print what each policy would be billed.
+
+    A request is made before each assistant message, with the history up to it. Each goes
+    through auto as an agent loop that keeps ctxpack's output would send it, and as a caller
+    that re-sends its raw history every time (a proxy). Beside the history untouched and the
+    seed's policy (micro on every call): input tokens billed with prompt caching (the cached
+    part is the longest prefix of whole messages equal to the previous request, an envelope's
+    system included; a gap over the TTL is a miss), the cache hit rate, the tokens sent and the
+    biggest request. Agents' session files (their timestamps) and conversations alike.
+    """
+    from compactor_core.pricing import pricing
+
+    plot = chosen.pop("plot")
+    if plot and len(files) > 1:
+        raise click.UsageError("--plot draws one session: name one input")
+    image_format = plot.rpartition(".")[2].lower() if plot else None
+    if image_format is not None and image_format not in ("svg", "png"):
+        raise click.UsageError(f"--plot {plot}: the picture's name must end in .svg or .png")
+    prices = pricing(chosen.pop("profile"), chosen.pop("read"), chosen.pop("write"))
+    ttl = chosen.pop("ttl")
+    if ttl is not None:
+        from dataclasses import replace
+
+        prices = replace(prices, ttl=ttl)
+    as_json, format_name = chosen.pop("as_json"), chosen.pop("format_name")
+    settings = _settings(chosen)
+    done: list[Replay] = []
+
+    def replay_one(name: str) -> None:
+        result = _replay_file(name, format_name, settings, prices)
+        done.append(result)
+        _report(result, io.label(name), as_json)
+        if plot:
+            _draw(result, io.label(name), plot, image_format or "svg")
+
+    failures = for_each_input(files, replay_one)
+    if len(done) > 1 and not as_json:
+        from compactor_core.replay_report import figures, table
+
+        io.write_stdout(f"total of {len(done)} files\n{table(figures(done))}\n".encode())
+    if failures:
+        sys.exit(combined(failures))
+
+
+def _settings(chosen: dict[str, Any]) -> Settings:
+    from compactor_core.settings import Settings
+
+    return Settings(
+        keep_recent=chosen["keep_recent"],
+        exclude_tools=tuple(chosen["exclude_tools"]),
+        min_chars=chosen["min_chars"],
+        threshold=chosen["threshold"],
+        max_tokens=chosen["max_tokens"],
+        compat=chosen["compat"] == "bareagent",
+        policy=chosen["policy"],
+        min_gain=chosen["min_gain"],
+    )
+
+
+def _replay_file(name: str, format_name: str, settings: Settings, prices: Pricing) -> Replay:
+    from compactor_core import recordings
+    from compactor_core.documents import open_document
+    from compactor_core.replay import replay as replay_recording
+
+    with open_document(io.source_of(name), format_name) as document:
+        recording = recordings.of(document)
+    return replay_recording(recording, settings, prices)
+
+
+def _report(result: Replay, label: str, as_json: bool) -> None:
+    from compactor_core.formats import dumps
+    from compactor_core.replay_report import as_json as figures_json
+    from compactor_core.replay_report import render
+
+    if as_json:
+        io.write_stdout(dumps(figures_json(result, label)) + b"\n")
+    else:
+        io.write_stdout(render(result, label).encode())
+
+
+def _draw(result: Replay, label: str, path: str, image_format: str) -> None:
+    from pathlib import Path
+
+    from compactor_core.atomic import atomic_write
+    from compactor_core.replay_plot import render
+
+    atomic_write(Path(path), render(result, label, image_format))

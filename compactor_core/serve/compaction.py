@@ -1,0 +1,198 @@
+"""One request body through the policy of ``ctxpack auto``, and what became of it.
+
+The body is read as the core reads any JSON (integers beyond 64 bits, lone surrogates survive);
+its history goes through ``compactor_core.run`` with the ``auto`` command, as ``ctxpack auto``
+sends it; the result is checked before it goes out. What goes out as it came, byte for byte: a
+body the policy left alone, one that is not JSON or has no history, and one whose result would
+break the conversation (the last turn changed, a tool call or result left without its other
+half) — a proxy must never make a request fail that would have gone through without it.
+
+Besides the policy's own rules, one thing is never changed: a tool result that holds a
+``cache_control`` marker keeps its content, so no cache breakpoint the caller set disappears.
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import CtxpackError
+from ..formats import Conversation, Message, dumps, load_value
+from ..pipeline import Context, measure, run
+from ..settings import Job, Settings
+from ..status import Status
+from ..tools import blocks, is_block, tool_calls, tool_result_ids
+from .ledger import NEW, Ledger, Reuse
+from .wire import Wire
+
+COMPACTED = "compacted"  # forwarded smaller
+UNCHANGED = "unchanged"  # the policy left it alone: forwarded byte for byte
+AS_IS = "as is"  # not compacted, for ``reason``: forwarded byte for byte
+
+
+@dataclass(frozen=True)
+class Report:
+    outcome: str  # COMPACTED, UNCHANGED or AS_IS
+    reason: str = ""  # why a body went as it came
+    tokens_in: int = 0  # the estimate of the history (and system prompt) as sent ...
+    tokens_out: int = 0  # ... and as forwarded
+    truncated: int = 0  # tool results that became markers
+    summary: Status = Status.NOT_RUN
+    error: str = ""  # why the summary failed
+    reuse: Reuse = NEW
+    cached_in: int = 0  # of tokens_in, what the cache would read had it gone untouched
+    cached_out: int = 0  # of tokens_out, what the cache reads
+    pricing: str = "openai"  # the API's cache prices (stats.PRICES)
+
+
+@dataclass(frozen=True)
+class Forwarded:
+    body: bytes
+    report: Report
+
+
+@dataclass
+class Compactor:
+    """The policy of ``ctxpack auto`` with these settings, for any number of requests.
+
+    ``context`` holds the summarizer (None: the built-in extractive one) and no snapshot store:
+    the caller keeps its own history. Safe to call from several threads at once.
+    """
+
+    settings: Settings = field(default_factory=Settings)
+    context: Context = field(default_factory=Context)
+    ledger: Ledger = field(default_factory=Ledger)
+    clock: Callable[[], float] = time.monotonic
+
+    def compact(self, wire: Wire, data: bytes) -> Forwarded:
+        try:
+            return self._compact(wire, data)
+        except CtxpackError as error:  # not a conversation; a summarizer that cannot be asked
+            return _as_is(data, str(error))
+        except Exception as error:  # a bug of ctxpack must not cost the caller its request
+            detail = " ".join(str(error).split())[:200]
+            return _as_is(data, f"internal error: {type(error).__name__}: {detail}")
+
+    def _compact(self, wire: Wire, data: bytes) -> Forwarded:
+        source = f"{wire.name} request"
+        body = load_value(data, source)
+        if not isinstance(body, dict):
+            return _as_is(data, f"{source}: not a JSON object")
+        conversation = wire.conversation(body, source)
+        if conversation is None or not conversation.messages:
+            return _as_is(data, "no history")
+        outcome = run(Job("auto", self.settings, measure=True), conversation, self.context)
+        before = conversation.messages
+        tokens_in = outcome.tokens_before or 0
+        tokens_out = outcome.tokens_after or 0
+        after = before
+        if outcome.changed:
+            after = _keep_cache_markers(before, outcome.conversation.messages)
+            problem = _problem(before, after)
+            if problem:
+                return _as_is(data, problem)
+            if after is not outcome.conversation.messages:
+                tokens_out = measure(conversation.with_messages(after), self.settings)
+        reuse = self.ledger.record(wire.header(body), before, after, self.clock())
+        report = Report(
+            COMPACTED if outcome.changed else UNCHANGED,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            truncated=outcome.truncated,
+            summary=outcome.full,
+            error=str(outcome.error) if outcome.error else "",
+            reuse=reuse,
+            cached_in=self._cached(tokens_in, before, reuse.sent_prefix, reuse),
+            cached_out=self._cached(tokens_out, after, reuse.forwarded_prefix, reuse),
+            pricing=wire.cache_pricing,
+        )
+        if not outcome.changed:
+            return Forwarded(data, report)
+        return Forwarded(dumps(wire.rebuilt(body, after)), report)
+
+    def _cached(self, tokens: int, messages: list[Message], prefix: int, reuse: Reuse) -> int:
+        """Of ``tokens`` (the system prompt and ``messages``), those of the system prompt and the
+        first ``prefix`` messages, if the cache holds anything of this conversation: counted as
+        what the rest is not, since the rest is the few messages a caller adds each time."""
+        if not reuse.previous:
+            return 0
+        rest = measure(Conversation(messages[prefix:]), self.settings)
+        return max(tokens - rest, 0)
+
+
+def _as_is(data: bytes, reason: str) -> Forwarded:
+    return Forwarded(data, Report(AS_IS, reason))
+
+
+# --- what must hold of the result ----------------------------------------------------------------
+
+
+def _problem(before: list[Message], after: list[Message]) -> str | None:
+    """Why the result must not go out, or None: the last turn changed, a pair broken."""
+    if after is before:
+        return None
+    if not after or after[-1] != before[-1]:
+        return "the policy would change the last turn"
+    broken = _unpaired(after) - _unpaired(before)
+    if broken:
+        kind, call_id = min(broken)
+        return f"the policy would leave tool {kind} {call_id} without its other half"
+    return None
+
+
+def _unpaired(messages: list[Message]) -> set[tuple[str, str]]:
+    calls = {call for message in messages for call, _ in tool_calls(message)}
+    results = {call for message in messages for call in tool_result_ids(message)}
+    calls = {call for call in calls if isinstance(call, str)}
+    results = {call for call in results if isinstance(call, str)}
+    unanswered = {("call", call) for call in calls - results}
+    return unanswered | {("result", call) for call in results - calls}
+
+
+def _keep_cache_markers(before: list[Message], after: list[Message]) -> list[Message]:
+    """``after``, with the content back of every tool result that held a ``cache_control``."""
+    held = {
+        call: holder["content"]
+        for message in before
+        for holder, call in _results(message)
+        if isinstance(call, str) and _holds_cache_marker(holder.get("content"))
+    }
+    if not held:
+        return after
+    restored = [_restored(message, held) for message in after]
+    return after if all(map(operator.is_, restored, after)) else restored
+
+
+def _results(message: Message) -> Iterator[tuple[dict[str, Any], Any]]:
+    """The dicts holding the message's tool results, with the call id each answers."""
+    if message.get("role") == "tool":
+        yield message, message.get("tool_call_id")
+    for block in blocks(message):
+        if is_block(block, "tool_result"):
+            yield block, block.get("tool_use_id")
+
+
+def _holds_cache_marker(content: Any) -> bool:
+    return isinstance(content, list) and any(
+        isinstance(part, dict) and "cache_control" in part for part in content
+    )
+
+
+def _restored(message: Message, held: dict[Any, Any]) -> Message:
+    def kept(holder: dict[str, Any], call: Any) -> dict[str, Any]:
+        if isinstance(call, str) and call in held and holder.get("content") is not held[call]:
+            return {**holder, "content": held[call]}
+        return holder
+
+    if message.get("role") == "tool":
+        return kept(message, message.get("tool_call_id"))
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    new = [kept(b, b.get("tool_use_id")) if is_block(b, "tool_result") else b for b in content]
+    if all(map(operator.is_, new, content)):
+        return message
+    return {**message, "content": new}

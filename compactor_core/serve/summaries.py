@@ -1,0 +1,163 @@
+"""Model-written summaries kept by the prefix they summarize: the same prefix, the same summary.
+
+A proxy is sent the same history again and again, each time with a little more at its end. When
+the policy summarizes a prefix it summarized before, asking the model again would cost a call
+and, worse, give other words: everything after the summary would miss the prompt cache. So each
+summary is kept under the hash of what the model was asked — the provider, both prompts (the
+user prompt holds the serialized prefix), the budget — in memory (the newest ``memory``) and on
+disk in ``folder`` (the newest ``disk`` files ``summary-HASH.json``, mode 0600 in a 0700 folder:
+a summary can quote what a tool printed), so a restarted proxy gives the same summary too. The
+built-in extractive summarizer needs none of this: it writes the same summary for the same prefix
+by itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from ..atomic import atomic_write
+from ..errors import OutputError, SummaryCutOff
+from ..formats import dumps
+from ..providers.base import Summarizer, SummaryRequest, check_ready
+
+VERSION = 1  # of the key: a change to what goes into it must not reuse the old summaries
+MEMORY = 256  # summaries kept in memory
+DISK = 2000  # summary files kept on disk
+_STRIPES = 64  # locks: one request asks the model, others asking the same wait for its summary
+
+
+@dataclass(frozen=True)
+class Kept:
+    summary: str
+    cut_off: str | None = None  # why the summary may lack its end (it stopped at max_tokens)
+
+
+class SummaryStore:
+    """Summaries by key, the newest in memory and, if ``folder`` is given, on disk."""
+
+    def __init__(self, folder: Path | None, memory: int = MEMORY, disk: int = DISK) -> None:
+        self.folder = folder
+        self.memory = memory
+        self.disk = disk
+        self._recent: OrderedDict[str, Kept] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Kept | None:
+        with self._lock:
+            kept = self._recent.get(key)
+            if kept is not None:
+                self._recent.move_to_end(key)
+                return kept
+        kept = self._read(key)
+        if kept is not None:
+            self._remember(key, kept)
+        return kept
+
+    def put(self, key: str, kept: Kept) -> None:
+        self._remember(key, kept)
+        self._write(key, kept)
+
+    def _remember(self, key: str, kept: Kept) -> None:
+        with self._lock:
+            self._recent[key] = kept
+            self._recent.move_to_end(key)
+            while len(self._recent) > self.memory:
+                self._recent.popitem(last=False)
+
+    def _path(self, key: str) -> Path | None:
+        return None if self.folder is None else self.folder / f"summary-{key}.json"
+
+    def _read(self, key: str) -> Kept | None:
+        path = self._path(key)
+        if path is None:
+            return None
+        try:
+            record = orjson.loads(path.read_bytes())
+            os.utime(path)  # the newest used are the last to go
+        except (OSError, orjson.JSONDecodeError):
+            return None  # not there, or not one of ours: ask the model
+        summary, cut_off = record.get("summary"), record.get("cut_off")
+        if not isinstance(summary, str) or not isinstance(cut_off, str | None):
+            return None
+        return Kept(summary, cut_off)
+
+    def _write(self, key: str, kept: Kept) -> None:
+        path = self._path(key)
+        if path is None:
+            return
+        # A summary that cannot be kept on disk is still given (and kept in memory).
+        with contextlib.suppress(OSError, OutputError):
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            record = {"summary": kept.summary, "cut_off": kept.cut_off}
+            atomic_write(path, dumps(record), new_file_mode=0o600)
+            self._prune(path.parent)
+
+    def _prune(self, folder: Path) -> None:
+        files = sorted(folder.glob("summary-*.json"), key=_age_key)
+        for old in files[: max(len(files) - self.disk, 0)]:
+            with contextlib.suppress(OSError):
+                old.unlink()
+
+
+def _age_key(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+class KeptSummarizer:
+    """A summarizer that asks ``provider`` once per prefix and gives the kept summary after.
+
+    ``identity`` names the provider's model and address (never its key): another model's summary
+    of the same prefix is another summary.
+    """
+
+    def __init__(self, provider: Summarizer, store: SummaryStore, identity: str) -> None:
+        self.provider = provider
+        self.store = store
+        self.identity = identity
+        self.name = provider.name
+        self.written = 0  # summaries the model wrote
+        self.reused = 0  # summaries given again
+        self._stripes = [threading.Lock() for _ in range(_STRIPES)]
+        self._count_lock = threading.Lock()
+
+    def ready(self) -> None:
+        check_ready(self.provider)
+
+    def summarize(self, request: SummaryRequest) -> str:
+        key = self.key(request)
+        with self._stripes[int(key[:8], 16) % _STRIPES]:
+            kept = self.store.get(key)
+            asked = kept is None
+            if kept is None:
+                kept = self._ask(request)
+                self.store.put(key, kept)
+        with self._count_lock:
+            if asked:
+                self.written += 1
+            else:
+                self.reused += 1
+        if kept.cut_off is not None:
+            raise SummaryCutOff(kept.cut_off, kept.summary)
+        return kept.summary
+
+    def key(self, request: SummaryRequest) -> str:
+        asked = [VERSION, self.name, self.identity, request.system, request.user]
+        asked += [request.max_tokens, request.lang]
+        return hashlib.sha256(dumps(asked)).hexdigest()
+
+    def _ask(self, request: SummaryRequest) -> Kept:
+        try:
+            return Kept(self.provider.summarize(request))
+        except SummaryCutOff as error:
+            return Kept(error.summary, str(error))

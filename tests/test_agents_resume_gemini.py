@@ -1,0 +1,14 @@
+"""The real Gemini CLI resumes the sessions ctxpack changed, and sends less (SPEC §8.6).
+
+Its session is one it writes here while a scripted model works (rounds of parallel tool calls
+with long outputs, a first run and a resumed one); it is changed by ``micro``, ``full``,
+``auto`` and ``micro`` + ``restore`` in place, then resumed by the real agent against the
+local server (tests in agents/resume_tests.py).
+"""
+
+from agents.resume_tests import *  # noqa: F403
+from agents.sessions import Workload
+
+AGENT = "gemini-cli"
+# Shorter outputs: Gemini CLI masks older outputs past 30,000 tokens when it sends them
+WORKLOAD = Workload(turns=2, turns_after=4, output_lines=80)

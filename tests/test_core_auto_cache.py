@@ -1,0 +1,86 @@
+"""auto's default policy is the cache-aware one (issue 20); every-turn and --compat bareagent keep
+the seed's behaviour; micro keeps SPEC §2 unless --min-gain asks for batches."""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from test_core_cache_policy import session
+
+from compactor_core import Settings, compact
+from compactor_core.cache_aware import micro_in_batches
+from compactor_core.cache_policy import plan, request_points
+from compactor_core.formats import Conversation
+from compactor_core.micro import micro_compact
+from compactor_core.pipeline import Context, run
+from compactor_core.settings import Job
+from compactor_core.snapshots import SnapshotStore
+from compactor_core.status import Status
+
+
+def test_auto_marks_in_batches_where_every_turn_marks_every_call() -> None:
+    messages = session(6)  # three old turns of about 990 tokens each
+    every_turn = compact(messages, "auto", Settings(policy="every-turn"))
+    assert every_turn == micro_compact(messages, Settings())[0]  # turns 0, 1, 2
+    batched = compact(messages, "auto", Settings(min_gain=1500))
+    assert batched == micro_compact(messages, Settings(keep_recent=4))[0]  # 0, 1; 2 waits
+    assert compact(messages, "auto", Settings()) == messages  # 5000 tokens: nothing yet
+
+
+def test_the_bareagent_profile_ignores_the_policy() -> None:
+    messages = session(6)
+    reference = compact(messages, "auto", Settings(compat=True, policy="every-turn"))
+    assert compact(messages, "auto", Settings(compat=True)) == reference
+    assert compact(messages, "micro", Settings(compat=True, min_gain=10**6)) == reference
+
+
+def test_micro_keeps_spec_section_2_unless_min_gain_is_given() -> None:
+    messages = session(6)
+    assert compact(messages, "micro", Settings()) == micro_compact(messages, Settings())[0]
+    batched = compact(messages, "micro", Settings(min_gain=1500))
+    assert batched == micro_in_batches(messages, Settings(min_gain=1500))[0]
+    assert batched == micro_compact(messages, Settings(keep_recent=4))[0]
+
+
+def test_snapshots_only_when_this_request_is_cut(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path, clock=lambda: datetime(2026, 1, 2, 3, 4, 5))
+    settings = Settings(threshold=6000, min_gain=10**6)
+    messages = session(8)
+
+    def auto(history: list[dict[str, Any]]) -> Any:
+        context = Context(None, store, "s", original=b"[]")
+        return run(Job("auto", settings), Conversation(copy.deepcopy(history)), context)
+
+    cut_now = next(p for p in request_points(messages) if plan(messages[:p], settings).cuts_now)
+    first = auto(messages[:cut_now])
+    assert first.full == Status.COMPACTED and len(first.snapshots) == 2  # original, result
+    again = auto(messages[:cut_now])  # the same request again: cut again, kept again
+    assert len(again.snapshots) == 2
+    assert again.conversation.messages == first.conversation.messages
+    proxied = auto(messages[: cut_now + 2])  # the raw history re-sent: the cut found again
+    assert proxied.full == Status.COMPACTED and proxied.snapshots == ()
+    assert proxied.conversation.messages[:3] == first.conversation.messages[:3]
+
+
+def test_a_dry_run_counts_the_summary_at_its_budget() -> None:
+    messages = session(8)
+    settings = Settings(threshold=6000, min_gain=10**6)
+    would = run(Job("auto", settings), Conversation(messages), dry_run=True)
+    done = run(Job("auto", settings, measure=True), Conversation(messages))
+    assert would.full == Status.WOULD_RUN and done.full == Status.COMPACTED
+    assert would.tokens_before == done.tokens_before
+    assert would.tokens_after >= done.tokens_after
+
+
+def test_messages_that_carry_their_time_show_auto_a_cold_cache() -> None:
+    messages = session(4)  # one old turn of about 990 tokens: no batch of 5000 yet
+    timed = [
+        {**message, "timestamp": 1_700_000_000 + index} for index, message in enumerate(messages)
+    ]
+    assert compact(timed, "auto") == timed
+    timed[-1]["timestamp"] = "2023-11-14T22:30:00Z"  # the last result came 17 minutes later
+    caught_up = compact(timed, "auto")
+    assert caught_up == micro_compact(timed, Settings())[0]  # clearing is free: done now
