@@ -18,6 +18,8 @@ rename lands in the old inode (now the snapshot's), and would be lost to the ses
    new file meanwhile is held back by its lease, so the moved lines come first, in their order.
 
 Only what was read is kept as the original: the snapshot's size and hash are of those bytes.
+Lines move only while the end of what was read is still there (an agent that rewrote the old
+file instead of appending to it is reported, and nothing more is moved).
 
 What is left (README): a process that resolved the old path before the rename but opens it only
 after the last look (a few microseconds of kernel time, stretched only by a process stopped in
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 FOLLOW_LIMIT = 10.0  # seconds a late writer of the old file is followed
 POLL = 0.001  # seconds between looks while a late writer still has the old file open
 SETTLE = 0.02  # how long the old file must stay unopened, once a late writer was let in
+TAIL = 4096  # bytes at the end of what was read that must still be there for lines to move
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,7 @@ class Committed:
     moved: int = 0  # bytes that reached the old file after the rename, moved onto the new one
     lines: int = 0  # line endings among them
     still_writing: int | None = None  # a process that went on writing the old file regardless
+    overwritten: bool = False  # the old file was rewritten, not appended to: nothing more moved
 
 
 def commit(
@@ -161,9 +165,12 @@ def _follow(old: int, new: NewFile, copied: int, lease: Lease | None, guard: Gua
     let_in = lease is None  # whether someone may have opened it since the rename
     quiet_since: float | None = None
     lines = 0
+    tail = os.pread(old, min(TAIL, start), start - min(TAIL, start))  # what was read, its end
     while True:
         size = os.fstat(old).st_size
         if size > copied:
+            if os.pread(old, len(tail), start - len(tail)) != tail:  # rewritten, not appended
+                return Committed(copied - start, lines, overwritten=True)
             late = os.pread(old, size - copied, copied)
             new.append(late, guard.label)
             copied, quiet_since, lines = copied + len(late), None, lines + late.count(b"\n")

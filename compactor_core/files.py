@@ -87,9 +87,11 @@ class Replaced:
     folder: str  # the file's folder (its fsync may wait: ``sync=False``)
     snapshot: str | None = None  # where the original was kept
     copied: str | None = None  # why the original was copied rather than linked
+    linked: bool = False  # the snapshot is the old inode itself (what reaches it late too)
     moved: int = 0  # bytes the agent appended at the moment of the rename, moved on
     lines: int = 0  # lines among them
     still_writing: int | None = None  # a process that kept writing into the old file
+    overwritten: bool = False  # the old file was rewritten at the rename, not appended to
 
     @property
     def note(self) -> str | None:
@@ -100,10 +102,16 @@ class Replaced:
                 f"{counted(self.lines, 'line')} ({self.moved} bytes) its agent wrote at the "
                 "moment of the rewrite: moved onto the new version"
             )
+        kept = f"in {self.snapshot}" if self.linked else "nowhere"
+        if self.overwritten:
+            notes.append(
+                "the old version was rewritten, not appended to, at the moment of the rewrite: "
+                f"what it holds now was not moved (it is {kept})"
+            )
         if self.still_writing is not None:
             notes.append(
                 f"process {self.still_writing} kept writing into the old version: its later "
-                f"lines are only in {self.snapshot or 'the old version'}"
+                f"lines are {kept}"
             )
         return "; ".join(notes) or None
 
@@ -141,7 +149,8 @@ def replace(
             guard = Guard(how.label, kept.state, how.changed, how.writer, how.doing)
             done = commit(path, new, opened, read.size, guard, mark)
             if kept.record is not None:
-                kept.record.moved = done.moved
+                if done.still_writing is None and not done.overwritten:  # cut off again: only
+                    kept.record.moved = done.moved  # the lines moved, nothing else, are there
                 kept.record.rewritten = _rewritten(new)
     finally:
         if renamed:
@@ -168,11 +177,10 @@ def _rewritten(new: NewFile) -> Rewritten:
 
 
 def _replaced(directory: Path, record: Kept | None, done: Committed) -> Replaced:
+    late = (done.moved, done.lines, done.still_writing, done.overwritten)
     if record is None:
-        return Replaced(str(directory), None, None, done.moved, done.lines, done.still_writing)
-    return Replaced(
-        str(directory), str(record.path), record.copied, done.moved, done.lines, done.still_writing
-    )
+        return Replaced(str(directory), None, None, False, *late)
+    return Replaced(str(directory), str(record.path), record.copied, record.linked, *late)
 
 
 @dataclass

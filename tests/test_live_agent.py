@@ -300,6 +300,41 @@ def test_a_writer_that_opens_the_file_between_the_last_check_and_the_rename_lose
     snapshot_is_whole(tmp_path / "store", path, original)  # cut back to what was read
 
 
+OVERWRITER = """
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
+os.write(fd, b'{"rewritten": "whole"}\\n' * 20000)
+os.close(fd)
+"""
+
+
+def test_an_old_file_rewritten_rather_than_appended_to_is_not_moved_and_said_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer that truncates and rewrites the old file at the moment of the rename (no agent
+    does: they append) gets none of its bytes moved onto the new file: they would not follow
+    what was read. The new file is the rewrite's result, and ctxpack says what happened."""
+    path = session(tmp_path, 0)
+    writers: list[subprocess.Popen[bytes]] = []
+    real_check = commit._last_check
+
+    def last_check_then_an_overwriter(where: Path, guard: commit.Guard, lease: Any) -> None:
+        real_check(where, guard, lease)
+        writers.append(subprocess.Popen([sys.executable, "-c", OVERWRITER, str(where)]))
+        deadline = time.monotonic() + 20
+        while not lease.broken():
+            assert time.monotonic() < deadline and writers[0].poll() is None
+            time.sleep(0.001)
+
+    monkeypatch.setattr(commit, "_last_check", last_check_then_an_overwriter)
+    report = compact_in_place(path, tmp_path / "store")
+    assert writers[0].wait(timeout=30) == 0
+    assert report.error is None
+    assert "rewritten, not appended to" in (report.warning or "")
+    data = path.read_bytes()
+    assert b"rewritten" not in data and 0 < len(data) < len(ORIGINAL)
+
+
 def test_without_leases_proc_is_asked_and_the_late_line_is_moved(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
