@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from .providers.base import Summarizer, SummaryRequest
     from .providers.registry import provider
     from .settings import Command, Job, Settings
-    from .snapshots import SnapshotStore
+    from .snapshot_store import SnapshotStore
     from .status import Status
 
 # Public name -> (module, name there). Imported on first use: the CLI imports this package at
@@ -80,7 +80,7 @@ _EXPORTS = {
     **{name: ("settings", name) for name in ("Command", "Job", "Settings")},
     "Summarizer": ("providers.base", "Summarizer"),
     "SummaryRequest": ("providers.base", "SummaryRequest"),
-    "SnapshotStore": ("snapshots", "SnapshotStore"),
+    "SnapshotStore": ("snapshot_store", "SnapshotStore"),
     "Status": ("status", "Status"),
 }
 
