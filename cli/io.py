@@ -69,6 +69,13 @@ def write_stdout(data: bytes) -> None:
     write_stdout_chunks((data,))
 
 
+def stdout_is_a_terminal() -> bool:
+    try:
+        return sys.stdout is not None and sys.stdout.isatty()
+    except ValueError:  # closed
+        return False
+
+
 def write_stdout_chunks(chunks: Iterable[bytes]) -> None:
     """Write every chunk to standard output, as they come (a session file of any size)."""
     if sys.stdout is None:

@@ -45,6 +45,7 @@ class _Read:
 
     path: str | None = None  # the real file, symbolic links resolved
     status: os.stat_result | None = None  # its status when it was opened
+    opened: int | None = None  # its descriptor, open while the document is: the inode read
     version: str = ""  # which version of the input it is (an object's ETag), if known
     rewrites_itself = False  # changed in place by itself (a database), not replaced by a file
 
@@ -252,6 +253,7 @@ def open_document(source: Source, format_name: str = AUTO) -> Iterator[Document]
         document = _read(handle, source.label, format_name, session)
         if isinstance(source, LocalFile):
             document.path = handle.name
+            document.opened = handle.fileno()
             document.status = status = os.fstat(handle.fileno())
             document.version = file_version(status)
         elif isinstance(source, RemoteObject):

@@ -156,7 +156,7 @@ def test_sessions_finds_them_under_clines_home(tmp_path: Path) -> None:
     assert listed.exit_code == 0, listed.stderr
     [row] = [json.loads(line) for line in listed.stdout.splitlines()]
     assert (row["agent"], row["id"], row["path"]) == ("cline", SESSION, str(path))
-    assert row["tokens"] == estimated_tokens(DOCUMENT) and row["in_use"] is None
+    assert row["tokens"] == estimated_tokens(DOCUMENT) and row["in_use"] is False
 
 
 # --- bad input -----------------------------------------------------------------------------------

@@ -209,7 +209,7 @@ def test_sessions_lists_each_session_of_the_database(database: Path, tmp_path: P
     assert listed.exit_code == 0, listed.stderr
     [row] = [json.loads(line) for line in listed.stdout.splitlines()]
     assert (row["agent"], row["id"], row["path"]) == ("opencode", session, f"{database}#{session}")
-    assert row["tokens"] == estimated_tokens(database) and row["in_use"] is None
+    assert row["tokens"] == estimated_tokens(database) and row["in_use"] is False
 
 
 # --- refused, and left as it was -----------------------------------------------------------------

@@ -48,6 +48,7 @@ from ..session_files.base import (
     by_role,
 )
 from ..session_files.database import DatabaseStore, Rows, insert
+from ..session_files.keys import key
 from ..session_files.stores import DATABASE, Result, StoredFormat
 from ..session_files.ui_copies import shrink_strings
 from ..sources import session_name
@@ -64,8 +65,9 @@ class _Tag:
 
     roles: tuple[str, ...]
     compaction: bool = False  # a user message holding a compaction part
-    tail: str | None = None  # its tail_start_id
-    summary_of: str | None = None  # a finished summary: the id of its compaction message
+    # ids as the index keeps them (``keys.key``), to compare with the infos' ``id``
+    tail: int | None = None  # its tail_start_id
+    summary_of: int | None = None  # a finished summary: the id of its compaction message
     model: dict[str, Any] | None = None  # an assistant's provider and model, agent, path
 
 
@@ -182,12 +184,12 @@ class OpenCode(StoredFormat):
         finished = meta.get("summary") and meta.get("finish") and not meta.get("error")
         model = None
         if role == "assistant":
-            model = {key: meta.get(key) for key in ("providerID", "modelID", "agent", "path")}
+            model = {name: meta.get(name) for name in ("providerID", "modelID", "agent", "path")}
         info.tag = _Tag(
             tuple(message["role"] for message in self.messages(record)),
             compaction is not None and role == "user",
-            _text(compaction.get("tail_start_id")) if compaction else None,
-            _text(meta.get("parentID")) if role == "assistant" and finished else None,
+            _key(compaction.get("tail_start_id")) if compaction else None,
+            _key(meta.get("parentID")) if role == "assistant" and finished else None,
             model,
         )
 
@@ -404,8 +406,8 @@ _TABLE_NAMES = "SELECT name FROM sqlite_master WHERE type = 'table'"
 def _filter_compacted(infos: Sequence[RecordInfo]) -> list[int]:
     """The messages OpenCode sends, oldest first (its ``filterCompacted``, on the infos)."""
     taken: list[int] = []
-    summarized: set[str] = set()
-    tail: str | None = None
+    summarized: set[int] = set()
+    tail: int | None = None
     for index in range(len(infos) - 1, -1, -1):
         info, tag = infos[index], infos[index].tag
         taken.append(index)
@@ -443,6 +445,12 @@ def _filter_compacted(infos: Sequence[RecordInfo]) -> list[int]:
     return taken
 
 
+def _key(value: Any) -> int | None:
+    """An id's key, as the infos hold ids; None for no id."""
+    text = _text(value)
+    return None if text is None else key(text)
+
+
 def _tag(infos: Sequence[RecordInfo], index: int) -> _Tag:
     tag = infos[index].tag
     return tag if isinstance(tag, _Tag) else _Tag(())
@@ -477,7 +485,7 @@ def _row_data(value: dict[str, Any]) -> str:
 
 def _ids_first(value: dict[str, Any]) -> dict[str, Any]:
     """A message or part as OpenCode's events copy it: its ids first."""
-    return {key: value[key] for key in _IDS if key in value} | value
+    return {name: value[name] for name in _IDS if name in value} | value
 
 
 def _text(value: Any) -> str | None:

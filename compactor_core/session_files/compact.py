@@ -1,7 +1,7 @@
 """Micro, full and auto compaction of a session file, decided from its index (SPEC §8.3).
 
 Micro: the view's tool-result turns are found by the core's rule (``tools.tool_result_turns``)
-over a skeleton of the view made from the index; every record holding tool results outside the
+on what the index knows of each view message; every record holding tool results outside the
 newest ``keep_recent`` of them (before the latest compaction and in sidechains too) is changed by
 the core's own micro compaction, and the UI copies of those outputs shrink with them.
 
@@ -21,27 +21,21 @@ from typing import Any, BinaryIO
 from ..estimate import HEURISTIC, estimate, estimate_quarters, quarters_to_tokens
 from ..formats import Message
 from ..full import FullResult, PendingTurn
-from ..micro import is_marker, micro_compact
+from ..micro import is_marker, micro_compact, worth_a_marker
 from ..settings import Settings
 from ..tokenizers import counter as counter_named
-from ..tools import UNKNOWN_TOOL, tool_result_turns
-from .base import Compaction, Record, ToolResult
-from .index import (
-    SessionIndex,
-    load_view,
-    pick,
-    piece_quarters,
-    read_record,
-    result_holders,
-    view_tokens,
-)
+from ..tools import UNKNOWN_TOOL
+from .base import Compaction, Record
+from .index import SessionIndex, load_view, pick, read_record, view_tokens
+from .keys import KeyMap, LineSet, key
+from .table import RecordTable, result_holders
 
 
 @dataclass(frozen=True)
 class MicroPlan:
-    records: frozenset[int]  # records whose tool results get the marker
-    outputs: dict[Any, str]  # call id -> tool name of every output that gets the marker
-    copies: frozenset[int]  # other records holding UI copies of those outputs
+    records: LineSet  # records whose tool results get the marker
+    outputs: MarkedOutputs  # call id -> tool name of every output that gets the marker
+    copies: LineSet  # other records holding UI copies of those outputs
     results: int  # tool results that get the marker
     # records of ``records`` that also hold parts of the newest turns: those parts stay whole
     # (one record may hold a whole history, as Gemini CLI's checkpoints do)
@@ -54,26 +48,28 @@ class MicroPlan:
         return any(self.touches(index) for index in session.view_records)
 
 
+class MarkedOutputs:
+    """The outputs that get the marker: call id (or its key) -> the tool's name, for the
+    formats' ``shrink_copies`` (``get``), in a ``KeyMap`` (millions of outputs, a few MB)."""
+
+    def __init__(self, session: SessionIndex) -> None:
+        self._session = session
+        self._marked = KeyMap("B")
+
+    def add(self, call: int) -> None:
+        self._marked[call] = 1
+
+    def __contains__(self, call: Any) -> bool:
+        return isinstance(call, int | str) and key(call) in self._marked
+
+    def get(self, call: Any, default: Any = None) -> Any:
+        return self._session.tool(call, UNKNOWN_TOOL) if call in self else default
+
+
 def plan_micro(session: SessionIndex, settings: Settings) -> MicroPlan:
     infos = session.infos
-    skeleton = [
-        {
-            "role": infos[message.records[0]].role,
-            "content": [
-                {"type": "tool_result", "tool_use_id": result.call_id}
-                for index, part in message.pieces()
-                for result in infos[index].results
-                if part is None or result.part == part
-            ],
-        }
-        for message in session.view
-    ]
-    turns = tool_result_turns(skeleton)
-    keep = max(settings.keep_recent, 0)
-    kept_turns = turns[len(turns) - keep :] if keep else []
-    kept = {
-        piece for turn in kept_turns for number in turn for piece in session.view[number].pieces()
-    }
+    settings = replace(settings, compat=False)  # a session file is never a BareAgent conversation
+    kept = _newest_result_turns(session, max(settings.keep_recent, 0))
     whole = {index for index, part in kept if part is None}
     kept_parts: dict[int, set[int]] = {}
     for index, part in kept:
@@ -82,38 +78,53 @@ def plan_micro(session: SessionIndex, settings: Settings) -> MicroPlan:
     kept_calls = {
         result.call_id
         for index, part in kept
-        for result in infos[index].results
+        for result in infos.results(index)
         if part is None or result.part == part
     }
-
-    def old(index: int, result: ToolResult) -> bool:
-        return index not in whole and result.part not in kept_parts.get(index, ())
-
-    records: set[int] = set()
-    outputs: dict[Any, str] = {}
-    marked = 0
-    for index, info in enumerate(infos):
-        for result in info.results:
-            tool = session.names.get(result.call_id, UNKNOWN_TOOL)
-            if old(index, result) and _gets_marker(result, tool, settings):
-                records.add(index)
-                marked += 1
-                if isinstance(result.call_id, str) and result.call_id not in kept_calls:
-                    outputs[result.call_id] = tool
-    copies = frozenset(
-        index
-        for index, info in enumerate(infos)
-        if info.copies and index not in whole and any(call in outputs for call in info.copies)
-    )
+    records, outputs, results = LineSet(len(infos)), MarkedOutputs(session), 0
+    for index, call, chars, mark in infos.result_rows():
+        if index in whole or mark & 1 or mark >> 1 in kept_parts.get(index, ()):
+            continue  # kept whole, or a marker already
+        if worth_a_marker(session.tool(call, UNKNOWN_TOOL), chars, settings):
+            records.add(index)
+            results += 1
+            if call not in kept_calls:
+                outputs.add(call)
+    copies = LineSet(len(infos))
+    for index, call in infos.copy_rows():
+        if index not in whole and call in outputs:
+            copies.add(index)
     partly = {index: frozenset(parts) for index, parts in kept_parts.items() if index in records}
-    return MicroPlan(frozenset(records), outputs, copies, marked, partly)
+    return MicroPlan(records, outputs, copies, results, partly)
 
 
-def _gets_marker(result: ToolResult, tool: str, settings: Settings) -> bool:
-    """The conditions of SPEC §2 for one result of an old turn (the core applies them again)."""
-    if result.is_marker or tool in settings.exclude_tools:
+def _newest_result_turns(session: SessionIndex, keep: int) -> set[tuple[int, int | None]]:
+    """The pieces (record, part) of the view's newest ``keep`` tool-result turns (SPEC §2, by
+    the core's rule: ``tools.tool_result_turns``, on what the index knows of each message)."""
+    if not keep:
+        return set()
+    infos, view = session.infos, session.view
+    turns: list[int] = []  # the view messages that open a turn, oldest first
+    in_tool_run = False
+    for number, message in enumerate(view):
+        if infos.role(message.records[0]) == "tool":
+            if not in_tool_run:
+                turns.append(number)
+            in_tool_run = True
+            continue
+        in_tool_run = False
+        if any(_holds_results(infos, index, part) for index, part in message.pieces()):
+            turns.append(number)
+    if not turns:
+        return set()
+    first = turns[-min(keep, len(turns))]  # its messages, and those after it (none holds one)
+    return {piece for number in range(first, len(view)) for piece in view[number].pieces()}
+
+
+def _holds_results(infos: RecordTable, index: int, part: int | None) -> bool:
+    if not infos.has_results(index):
         return False
-    return result.chars >= settings.min_chars
+    return part is None or any(result.part == part for result in infos.results(index))
 
 
 def micro_change(session: SessionIndex, plan: MicroPlan, settings: Settings):
@@ -135,14 +146,14 @@ def micro_change(session: SessionIndex, plan: MicroPlan, settings: Settings):
             asked = {
                 "role": "assistant",
                 "content": [
-                    {"type": "tool_use", "id": call_id, "name": session.names.get(call_id)}
+                    {"type": "tool_use", "id": call_id, "name": session.tool(call_id)}
                     for call_id in calls
-                    if call_id in session.names
+                    if session.tool(call_id) is not None
                 ],
             }
             compacted = micro_compact([asked, *candidates], every_result)[0][1:]
             truncated = {
-                call_id: session.names.get(call_id, UNKNOWN_TOOL)
+                call_id: session.tool(call_id, UNKNOWN_TOOL)
                 for (call_id, holder), was in zip(result_holders(compacted), before, strict=True)
                 if not was and is_marker(holder.get("content"))
             }
@@ -167,11 +178,10 @@ def view_tokens_after(
     quarters = session.view_quarters
     for index, part in session.view_pieces:
         if plan.touches(index):
-            info = session.infos[index]
-            record = read_record(handle, info, session.source)
+            record = read_record(handle, session.infos, index, session.source)
             change(index, record)
             now = estimate_quarters(pick(session.format.messages(record), part))
-            quarters += now - piece_quarters(info, part)
+            quarters += now - session.infos.piece_quarters(index, part)
     return quarters_to_tokens(quarters)
 
 
@@ -183,12 +193,12 @@ class Rewrite:
     """What pass 2 does to a session file: the records to change (and how), the records to add."""
 
     change: Callable[[int, Record], bool] | None = None
-    touched: frozenset[int] = frozenset()  # the records ``change`` may change
+    touched: LineSet = field(default_factory=LineSet)  # the records ``change`` may change
     append: tuple[Record, ...] = ()
 
     @property
     def changes_anything(self) -> bool:
-        return bool(self.touched or self.append)
+        return bool(len(self.touched) or self.append)
 
 
 UNCHANGED = Rewrite()
@@ -274,8 +284,8 @@ class SessionSubject:
         return self._input_tokens
 
     def rewrite(self) -> Rewrite:
-        touched = self.plan.records | self.plan.copies if self.micro_done else frozenset()
-        if not touched and not self.appended:
+        touched = self.plan.records | self.plan.copies if self.micro_done else LineSet()
+        if not len(touched) and not self.appended:
             return UNCHANGED
         return Rewrite(self.change, touched, self.appended)
 
@@ -296,7 +306,7 @@ class SessionSubject:
     ) -> tuple[Record, ...]:
         index, handle = self.index, self.handle
         pending_records = [
-            (read_record(handle, index.infos[number], index.source), part)
+            (read_record(handle, index.infos, number, index.source), part)
             for view_number in pending.indexes
             for number, part in index.view[view_number].pieces()
         ]
@@ -306,11 +316,12 @@ class SessionSubject:
             messages=messages,
             view=index.view,
             pending=pending_records,
-            last=read_record(handle, index.infos[last], index.source) if last is not None else None,
+            last=read_record(handle, index.infos, last, index.source) if last is not None else None,
             infos=index.infos,
             tokens_before=self.input_tokens(),
             now=self.around.now or datetime.now().astimezone(),
             path=self.around.path,
             new_id=self.around.new_id,
+            read=lambda number: read_record(handle, index.infos, number, index.source),
         )
         return tuple(index.format.compaction_records(compaction))

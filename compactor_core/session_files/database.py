@@ -41,9 +41,11 @@ from .in_use import writers_of
 from .stores import Keeping, Result, SessionStore
 
 if TYPE_CHECKING:
-    from ..restore import Choice, Done
+    from ..restore import Choice
+    from ..restoring import Restored
     from ..settings import SessionRules
-    from ..snapshots import Snapshot, SnapshotStore
+    from ..snapshot_store import SnapshotStore
+    from ..snapshots import Snapshot
 
 LOCK_WAIT = 2.0  # seconds to wait for the write lock (another ctxpack may hold it a moment)
 Rows = dict[str, list[dict[str, Any]]]  # table -> the session's rows, as column -> value
@@ -311,10 +313,11 @@ def restore_session(
     store: type[DatabaseStore],
     choice: Choice,
     dry_run: bool = False,
-) -> tuple[Done, Snapshot]:
+) -> tuple[Restored, Snapshot]:
     """Put one session of the database back as a snapshot kept it; its rows as they are now
     are kept first (``replaced``). Nothing but that session's rows changes."""
     from ..restore import choose
+    from ..restoring import Restored
     from ..snapshots import REPLACED, Details
 
     label = session_name(path, session)
@@ -329,10 +332,10 @@ def restore_session(
     with transaction(path, label) as connection:
         now = encode_rows(session_rows(connection, store.tables, session))
         if now == data:
-            return "unchanged", snapshot
+            return Restored("unchanged"), snapshot
         if dry_run:
-            return "would restore", snapshot
+            return Restored("would restore"), snapshot
         details = Details(snapshot.shape or "jsonl")
-        snapshots.save_original(snapshot_id(path, session), now, details, path, REPLACED)
+        kept = snapshots.save_original(snapshot_id(path, session), now, details, path, REPLACED)
         put_back(connection, store.tables, session, rows)
-    return "restored", snapshot
+    return Restored("restored", replaced=str(kept)), snapshot

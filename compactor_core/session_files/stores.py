@@ -124,7 +124,7 @@ def rewritten(
     changed = set()
     if rewrite.change is not None:
         for position in sorted(rewrite.touched):
-            record = read_record(handle, index.infos[position], index.source)
+            record = read_record(handle, index.infos, position, index.source)
             if rewrite.change(position, record):
                 new[position] = record
                 changed.add(position)

@@ -26,15 +26,16 @@ def session_chunks(handle: BinaryIO, session: SessionIndex, rewrite: Rewrite) ->
     """The new file's bytes, a block (or a changed line, or the appended records) at a time."""
     position = 0
     last = b"\n"  # the last byte copied so far
-    for index in sorted(rewrite.touched) if rewrite.change is not None else ():
-        info = session.infos[index]
-        for block in _blocks(handle, position, info.offset):
+    infos = session.infos
+    for index in rewrite.touched if rewrite.change is not None else ():
+        offset, length = infos.offset(index), infos.length(index)
+        for block in _blocks(handle, position, offset):
             last = block[-1:]
             yield block
-        handle.seek(info.offset)
-        line = Line(info.line, info.offset, handle.read(info.length))
-        if len(line.data) != info.length:
-            raise InputError(f"{session.source}: line {info.line}: changed while being read")
+        handle.seek(offset)
+        line = Line(infos.line(index), offset, handle.read(length))
+        if len(line.data) != length:
+            raise InputError(f"{session.source}: line {line.number}: changed while being read")
         record = parse_exact(line, session.source)
         data = (
             line.prefix + dumps(record) + line.ending
@@ -43,7 +44,7 @@ def session_chunks(handle: BinaryIO, session: SessionIndex, rewrite: Rewrite) ->
         )
         last = data[-1:]
         yield data
-        position = info.offset + info.length
+        position = offset + length
     for block in _blocks(handle, position, None):
         last = block[-1:]
         yield block
