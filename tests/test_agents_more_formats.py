@@ -109,9 +109,22 @@ def test_full_appends_the_agents_own_compaction_and_leaves_the_rest(
     assert after.startswith(original)
     appended = [json.loads(line) for line in after[len(original) :].splitlines()]
     assert appended and COMPACTIONS[agent](appended[0])
+    assert_parents_named_as_in_the_file(original, appended)
     assert estimated_tokens(path) < before  # Copilot: its system prompt is most of it
     assert invoke("check", path).exit_code == 0
     assert invoke("restore", path).exit_code == 0 and path.read_bytes() == original
+
+
+def assert_parents_named_as_in_the_file(original: bytes, appended: list[Any]) -> None:
+    """Each new record's parent is a record of the file (or one appended before it), by the id
+    the file writes: the agent follows the text, not ctxpack's index of it."""
+    records = [json.loads(line) for line in original.splitlines() if line.strip()]
+    ids = {record.get(name) for record in records for name in ("uuid", "id")}
+    for record in appended:
+        for name in ("parentUuid", "parentId"):
+            if record.get(name) is not None:
+                assert record[name] in ids, f"{name} {record[name]!r} names no record"
+        ids |= {record.get("uuid"), record.get("id")}
 
 
 @pytest.mark.parametrize("command", ["micro", "full", "auto"])

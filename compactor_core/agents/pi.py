@@ -34,6 +34,7 @@ from ..session_files.base import (
     ViewMessage,
     with_results_joined,
 )
+from ..session_files.keys import key
 from ..session_files.records import first_record
 from ..session_files.ui_copies import shrink_strings
 
@@ -112,7 +113,7 @@ class Pi(AgentFormat):
         if compaction is None:
             order = path
         else:
-            first_kept = infos[path[compaction]].tag
+            first_kept = key(infos[path[compaction]].tag)  # as the infos keep ids
             start = next(
                 (n for n in range(compaction) if infos[path[n]].id == first_kept), compaction
             )
@@ -134,7 +135,7 @@ class Pi(AgentFormat):
         own = _new_id(compaction)
         pending = [record for record, _ in compaction.pending]
         first_kept = next((r["id"] for r in pending if isinstance(r.get("id"), str)), own)
-        leaf = next((info.id for info in reversed(compaction.infos) if info.id is not None), None)
+        leaf = compaction.last_id("id")
         return [
             {
                 "type": COMPACTION,
@@ -258,8 +259,8 @@ def _new_id(compaction: Compaction) -> str:
         return compaction.new_id()
     import uuid
 
-    taken = {info.id for info in compaction.infos}
+    taken = {info.id for info in compaction.infos}  # keys (``keys.key``)
     while True:
         candidate = uuid.uuid4().hex[:8]
-        if candidate not in taken:
+        if key(candidate) not in taken:
             return candidate

@@ -188,6 +188,17 @@ class Compaction:
     # whole (Codex's encrypted compaction of what came before, which no summary can read)
     read: Any = None
 
+    def last_id(self, field: str, counts: Any = None) -> Any:
+        """The ``field`` (its id) of the newest record with an id (of those ``counts(info)``
+        accepts), as the file has it: the infos keep ids as keys (``keys.key``), never to be
+        written."""
+        infos = self.infos
+        for index in range(len(infos) - 1, -1, -1):
+            info = infos[index]
+            if info.id is not None and (counts is None or counts(info)):
+                return self.read(index).get(field)
+        return None
+
     @property
     def stamp(self) -> str:
         """``now`` the way the agents write a record's time: ``2026-12-02T18:50:21.614Z``."""
