@@ -174,9 +174,8 @@ class InPlace:
                 run.sessions,
                 lambda: _rewritten_by_us(run.writing.snapshots, path, document.status),
             )
-        rules = run.sessions
-        if not run.writing.dry_run and not rules.force:
-            busy = document.busy(rules)  # the agent's own signs: Cline's status, OpenCode's
+        if not run.writing.dry_run:
+            busy = document.busy(run.sessions)  # the agent's own signs: Cline's status, OpenCode's
             if busy:
                 raise SessionInUse(
                     f"{document.label}: in use by its agent ({busy}): skipped, see --force"

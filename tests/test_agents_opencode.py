@@ -241,9 +241,13 @@ def holding(database: Path, program: Path) -> subprocess.Popen[bytes]:
 def test_a_database_opencode_holds_is_in_use(database: Path, tmp_path: Path) -> None:
     opencode = holding(database, tmp_path / "opencode")  # started as OpenCode is: opencode …
     try:
-        done = invoke("micro", *IN_PLACE, database)
-        assert done.exit_code == 75
-        assert f"process {opencode.pid} of the agent has the database open" in done.stderr
+        before = every_row(database)
+        for forced in ((), ("--force",)):  # it writes its copy of the session back: never
+            done = invoke("micro", *IN_PLACE, *forced, database)
+            assert done.exit_code == 75
+            assert f"process {opencode.pid} of the agent has the database open" in done.stderr
+            assert "not even with --force" in done.stderr and done.stderr.count("\n") == 1
+        assert every_row(database) == before
     finally:
         opencode.kill()
         opencode.wait()

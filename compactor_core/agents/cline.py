@@ -78,8 +78,9 @@ class ClineStore(SessionStore):
         yield self.data
 
     def busy(self, rules: SessionRules) -> str | None:
-        """Cline's own word: ``<id>.json`` says a live process of its has the session."""
-        if self.path is None:
+        """Cline's own word: ``<id>.json`` says a live process of its has the session (a word
+        ``--force`` overrides: it may be stale)."""
+        if self.path is None or rules.force:
             return None
         manifest = _manifest(self.path)
         status, pid = manifest.get("status"), manifest.get("pid")

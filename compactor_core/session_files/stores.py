@@ -90,7 +90,8 @@ class SessionStore:
 
     def busy(self, rules: SessionRules) -> str | None:
         """Why the agent is using the session now (its own signs, beyond the file's idle time
-        and writers, which every session file is checked for); None when it is not."""
+        and writers, which every session file is checked for); None when it is not, or when
+        ``rules.force`` overrides the sign. Raises SessionInUse where nothing overrides it."""
         return None
 
 
