@@ -162,7 +162,7 @@ class CopilotCli(AgentFormat):
             },
             "id": new_id(),
             "timestamp": stamp,
-            "parentId": compaction.last_id("id"),
+            "parentId": compaction.newest_id("id"),
         }
         records = [event]
         for pending, _ in compaction.pending:

@@ -113,9 +113,10 @@ class Pi(AgentFormat):
         if compaction is None:
             order = path
         else:
-            first_kept = key(infos[path[compaction]].tag)  # as the infos keep ids
+            first_kept = infos[path[compaction]].tag
             start = next(
-                (n for n in range(compaction) if infos[path[n]].id == first_kept), compaction
+                (n for n in range(compaction) if infos[path[n]].id == key(first_kept)),
+                compaction,
             )
             order = [path[compaction], *path[start:compaction], *path[compaction + 1 :]]
         return with_results_joined(infos, order, RESULTS)
@@ -135,12 +136,11 @@ class Pi(AgentFormat):
         own = _new_id(compaction)
         pending = [record for record, _ in compaction.pending]
         first_kept = next((r["id"] for r in pending if isinstance(r.get("id"), str)), own)
-        leaf = compaction.last_id("id")
         return [
             {
                 "type": COMPACTION,
                 "id": own,
-                "parentId": leaf,
+                "parentId": compaction.newest_id("id"),
                 "timestamp": compaction.stamp,
                 "summary": compaction.summary,
                 "firstKeptEntryId": first_kept,
@@ -259,7 +259,7 @@ def _new_id(compaction: Compaction) -> str:
         return compaction.new_id()
     import uuid
 
-    taken = {info.id for info in compaction.infos}  # keys (``keys.key``)
+    taken = {info.id for info in compaction.infos}  # the ids' keys
     while True:
         candidate = uuid.uuid4().hex[:8]
         if key(candidate) not in taken:
