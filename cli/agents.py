@@ -120,8 +120,9 @@ def sessions(agent: str | None, over: int | None, min_idle: float, as_json: bool
 
     Each agent's from its own home: $CLAUDE_CONFIG_DIR (default ~/.claude), $CODEX_HOME
     (~/.codex), $GEMINI_CLI_HOME (~, its .gemini), $QWEN_HOME (~/.qwen), $PI_CODING_AGENT_DIR
-    (~/.pi/agent), $COPILOT_HOME (~/.copilot). A row: agent, id, project, size, estimate,
-    last change, in use, path.
+    (~/.pi/agent), $COPILOT_HOME (~/.copilot), $CLINE_DIR (~/.cline), $XDG_DATA_HOME
+    (~/.local/share, its opencode/opencode.db: each session a row, DB#SESSION). A row: agent,
+    id, project, size, estimate, last change, in use, path.
     """
     from compactor_core.formats import dumps
     from compactor_core.session_files.listing import list_sessions
