@@ -267,6 +267,7 @@ def _beside(heuristic: int, exact: int) -> dict[str, Any]:
         "ctxpack micro session.json > smaller.json",
         "ctxpack micro --keep-recent 1 --exclude-tool Read session.json",
         "ctxpack micro --in-place -r ~/agent-sessions --stats",
+        "ctxpack micro -i ~/.local/share/opencode/opencode.db#ses_…  # one session of a database",
     )
 )
 @options.files_argument
