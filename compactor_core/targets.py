@@ -99,7 +99,10 @@ def _sources(file: Path) -> list[LocalFile]:
 
 
 def _walk(root: Path, globs: Sequence[str], skipped: set[str]) -> list[tuple[Path, Path]]:
-    """Matching files under ``root``; hidden files and folders only if a pattern asks for them."""
+    """Matching files under ``root``; hidden files and folders only if a pattern asks for them,
+    and never the files an agent keeps beside its sessions (Cline's ``<id>.json``)."""
+    from .session_files.registry import beside_a_session
+
     found = []
     for directory, subdirectories, names in os.walk(root):
         subdirectories[:] = sorted(
@@ -111,7 +114,8 @@ def _walk(root: Path, globs: Sequence[str], skipped: set[str]) -> list[tuple[Pat
         for name in sorted(names):
             if any(matches(name, pattern) for pattern in globs):
                 file = Path(directory) / name
-                found.append((file, file.relative_to(root)))
+                if not beside_a_session(file):
+                    found.append((file, file.relative_to(root)))
     return found
 
 

@@ -143,6 +143,19 @@ def test_a_session_a_live_cline_has_is_left_alone(tmp_path: Path) -> None:
     assert invoke("micro", *IN_PLACE, other).exit_code == 0
 
 
+def test_a_folder_of_sessions_is_its_documents_not_the_files_beside_them(tmp_path: Path) -> None:
+    path = placed(tmp_path)
+    beside = path.with_name(f"{SESSION}.json")
+    status = beside.read_bytes()
+    done = invoke("micro", *IN_PLACE, "--stats", "-r", tmp_path)
+    assert done.exit_code == 0, done.stderr
+    assert "ctxpack: 1 files, 1 changed, 0 failed" in done.stderr
+    assert f"{path}: 6 tool results truncated" in done.stderr and str(beside) not in done.stderr
+    assert beside.read_bytes() == status
+    named = invoke("micro", *IN_PLACE, beside)  # named, it is an input: not a conversation
+    assert named.exit_code == 65
+
+
 def test_sessions_finds_them_under_clines_home(tmp_path: Path) -> None:
     path = placed(tmp_path / "cline-home")
     env = {"HOME": str(tmp_path / "nobody"), "PATH": os.environ.get("PATH", "")}

@@ -190,6 +190,11 @@ class Cline(StoredFormat):
         }
         return [summary, *pending]
 
+    def beside_a_session(self, path: Path) -> bool:
+        """``<id>.json`` (the session's status, provider, paths) beside ``<id>.messages.json``."""
+        messages = path.with_name(path.name.removesuffix(".json") + ".messages.json")
+        return not path.name.endswith(".messages.json") and messages.is_file()
+
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         for path in sorted((home / "data" / "sessions").glob("*/*.messages.json")):
             session_id = path.name.removesuffix(".messages.json")

@@ -298,6 +298,11 @@ class AgentFormat(ABC):
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         """Every session file under the agent's home folder."""
 
+    def beside_a_session(self, path: Path) -> bool:
+        """Whether ``path`` is a file the agent keeps beside a session, not a conversation (a
+        folder's walk passes it over, as it is no input)."""
+        return False
+
     def after_replace(self, path: Path) -> str | None:
         """Keep the agent's own index of the session right once ``path`` was replaced (in place
         or by ``restore``); a warning line if that failed (the new file stands either way)."""

@@ -127,6 +127,11 @@ def detect_stored(handle: BinaryIO, requested: str, source: str) -> StoredFormat
     return next((f for f in documents if f.claims_document(value)), None)
 
 
+def beside_a_session(path: Path) -> bool:
+    """Whether an agent keeps ``path`` beside one of its sessions (Cline's ``<id>.json``)."""
+    return any(agent_format.beside_a_session(path) for agent_format in agent_formats())
+
+
 def stored_sessions(path: Path) -> list[str] | None:
     """The sessions of a database file a format knows, oldest first; None for any other file
     (a batch does each session of a database as an input of its own)."""
