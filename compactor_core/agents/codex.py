@@ -316,8 +316,9 @@ def _message(item: dict[str, Any]) -> dict[str, Any]:
     role = "system" if _side(item) == "system" else item["role"]
     content = item.get("content")
     if isinstance(content, list):
+        # an image part is the item's own (so the estimate counts it and a marker replaces it)
         blocks = [
-            {"type": "text", "text": part["text"]} if has_text(part) else {"type": "image"}
+            {"type": "text", "text": part["text"]} if has_text(part) else part
             for part in content
             if isinstance(part, dict)
         ]

@@ -178,14 +178,16 @@ def _user(content: Any) -> Message:
 
 
 def _blocks(content: Any) -> Any:
-    """pi's content (a string, or text and image blocks) in the core's shape."""
+    """pi's content (a string, or text and image blocks) in the core's shape; an image block is
+    pi's own (``{"type": "image", "data", "mimeType"}``, which the core reads as it is)."""
     if not isinstance(content, list):
         return content if isinstance(content, str) else None
     return [
         {"type": "text", "text": block["text"]}
         if isinstance(block, dict) and isinstance(block.get("text"), str)
-        else {"type": "image"}
+        else block
         for block in content
+        if isinstance(block, dict)
     ]
 
 
