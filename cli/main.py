@@ -265,11 +265,13 @@ def _beside(heuristic: int, exact: int) -> dict[str, Any]:
     epilog=options.epilog(
         "ctxpack micro session.json > smaller.json",
         "ctxpack micro --keep-recent 1 --exclude-tool Read session.json",
+        "ctxpack micro --images --in-place ~/.claude/projects/-home-me-app/SESSION.jsonl",
         "ctxpack micro --in-place -r ~/agent-sessions --stats",
     )
 )
 @options.files_argument
 @options.micro_options
+@options.images_option
 @options.min_gain_option
 @options.session_options
 @options.compat_option

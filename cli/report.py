@@ -40,6 +40,8 @@ def warnings_of(report: Report, command: str, threshold: int, strict: bool) -> l
 def stats_line(report: Report) -> str:
     outcome = report.outcome
     parts = [f"{outcome.truncated} tool results truncated"]
+    if outcome.images:
+        parts.append(f"{outcome.images} images replaced")
     if outcome.full != Status.NOT_RUN:
         cut_off = " (cut off at max_tokens)" if outcome.cut_off else ""
         parts.append(f"summary: {outcome.full}{cut_off}")

@@ -150,7 +150,8 @@ class SessionDocument(_Read):
 
         from .session_files.compact import SessionSubject, Surroundings
 
-        index = self.index(measure=job.measure or job.may_summarize)
+        # the images' marker needs each record's images, counted with its estimate
+        index = self.index(measure=job.measure or job.may_summarize or job.settings.images)
         around = Surroundings(now, Path(path) if path else None)
         return SessionSubject(self.handle, index, job.settings, around)
 

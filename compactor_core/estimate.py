@@ -343,6 +343,18 @@ def message_units(message: Message, counter: Counter = HEURISTIC) -> int:
     return collector.units(counter)
 
 
+def quarters_and_images(message: Message) -> tuple[int, int]:
+    """One message's estimate in quarter tokens, and how many inline images it holds."""
+    collector = TextCollector()
+    collector.message(message)
+    quarters = collector.units(HEURISTIC)
+    if not collector.images:
+        return quarters, 0
+    from .images import inspect, is_image
+
+    return quarters, sum(is_image(block) and inspect(block).inline for block in collector.images)
+
+
 def system_units(system: Any, counter: Counter = HEURISTIC) -> int:
     """A request envelope's ``system``, counted as the estimate counts it."""
     collector = TextCollector()

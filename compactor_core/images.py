@@ -64,6 +64,11 @@ class Image:
         return self.kind, self.width, self.height, self.size, self.reference
 
     @property
+    def inline(self) -> bool:
+        """Sent as base64 in the request (not by reference, and not an empty block)."""
+        return self.size is not None
+
+    @property
     def tokens(self) -> int:
         """Anthropic's count, after the API's resize (see the module's docstring); 0 for a block
         that holds no image at all."""

@@ -23,6 +23,7 @@ class Outcome:
 
     changed: bool = False  # the result differs from the input
     truncated: int = 0  # tool results replaced by a marker
+    images: int = 0  # images replaced by a marker (micro --images, rescue)
     full: Status = Status.NOT_RUN  # what became of the summary step
     error: ProviderError | None = None  # why the summary failed
     cut_off: ProviderError | None = None  # the summary kept stopped at max_tokens

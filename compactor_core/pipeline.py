@@ -20,7 +20,7 @@ from .defaults import SESSION_ID
 from .errors import ProviderError
 from .estimate import estimate
 from .formats import Conversation, Message
-from .micro import micro_compact
+from .micro import micro_compact, with_old_images
 from .outcome import Outcome
 from .settings import Job, Settings
 from .status import Status
@@ -47,8 +47,9 @@ class Subject(Protocol):
     def tokens(self) -> int:
         """The estimate of the current result (by the settings' counter)."""
 
-    def micro(self) -> int:
-        """Micro-compact the result; return how many tool results got the marker."""
+    def micro(self) -> tuple[int, int]:
+        """Micro-compact the result; return how many tool results, and how many images
+        (``Settings.images``), got a marker."""
 
     def history(self) -> list[Message]:
         """The conversation full compaction summarizes (its pending turn stays out)."""
@@ -95,8 +96,10 @@ def decide(
         cached = subject.for_the_cache(provider or default_provider(), keeper, dry_run)
         if cached is not None:
             return replace(cached, tokens_before=before)
-    truncated = subject.micro()
-    micro = Outcome(changed=truncated > 0, truncated=truncated, tokens_before=before)
+    truncated, images = subject.micro()
+    micro = Outcome(
+        changed=truncated + images > 0, truncated=truncated, images=images, tokens_before=before
+    )
     if job.command == "micro":
         return _measured(micro, subject, before, measure)
     tokens = subject.tokens()
@@ -115,7 +118,9 @@ def decide(
         return replace(micro, full=Status.NOTHING, over_threshold=True, tokens_after=tokens)
     after = summary.tokens_after if summary.tokens_after is not None else tokens
     over = summary.full == Status.COMPACTED and after > settings.threshold
-    return replace(summary, truncated=truncated, tokens_before=before, over_threshold=over)
+    return replace(
+        summary, truncated=truncated, images=images, tokens_before=before, over_threshold=over
+    )
 
 
 def _measured(outcome: Outcome, subject: Subject, before: int | None, measure: bool) -> Outcome:
@@ -200,16 +205,18 @@ class MessagesSubject:
             self._tokens = measure(self.result, self.settings)
         return self._tokens
 
-    def micro(self) -> int:
+    def micro(self) -> tuple[int, int]:
         settings = self.settings
         if settings.min_gain and not settings.compat:  # --min-gain: markers in batches
             from .cache_aware import micro_in_batches
 
             messages, done = micro_in_batches(self.input.messages, settings)
+            if settings.images:
+                messages, done = with_old_images(messages, done, settings)
         else:
             messages, done = micro_compact(self.input.messages, settings)
         self._take(messages)
-        return done.truncated
+        return done.truncated, done.images
 
     def history(self) -> list[Message]:
         return self.input.messages  # full compaction micro-compacts what it sends by itself

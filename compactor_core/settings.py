@@ -43,6 +43,7 @@ class Settings:
     # auto, default profile: "cache-aware" (cache_policy.py) or "every-turn" (micro every call)
     policy: str = defaults.CACHE_AWARE
     min_gain: int | None = None  # tokens a batch of markers frees at least (None: the command's)
+    images: bool = False  # micro: old images become markers too (the newest keep_recent stay)
 
     @property
     def cache_aware(self) -> bool:

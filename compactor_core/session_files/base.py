@@ -66,6 +66,8 @@ class RecordInfo:
     results: tuple[ToolResult, ...] = ()  # the tool results it holds
     quarters: int = 0  # its messages' estimate, in quarter tokens (SPEC §1)
     part_quarters: tuple[int, ...] = ()  # each message's, when it has more than one
+    images: int = 0  # inline images its messages hold (measured with the estimate)
+    part_images: tuple[int, ...] = ()  # each message's, when it has more than one
     problem: str | None = None  # why an invalid line is not a record
 
 

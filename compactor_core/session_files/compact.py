@@ -22,6 +22,7 @@ from ..estimate import HEURISTIC, estimate, estimate_quarters, quarters_to_token
 from ..formats import Message
 from ..full import FullResult, PendingTurn
 from ..micro import is_marker, micro_compact
+from ..old_images import mark_images
 from ..settings import Settings
 from ..tokenizers import counter as counter_named
 from ..tools import UNKNOWN_TOOL, tool_result_turns
@@ -30,11 +31,20 @@ from .index import (
     SessionIndex,
     load_view,
     pick,
+    piece_images,
     piece_quarters,
     read_record,
     result_holders,
     view_tokens,
 )
+
+
+@dataclass(frozen=True)
+class OldImages:
+    """``--images``: the records whose images get the marker, but for the parts kept whole."""
+
+    records: frozenset[int] = frozenset()
+    kept_parts: dict[int, frozenset[int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -46,9 +56,10 @@ class MicroPlan:
     # records of ``records`` that also hold parts of the newest turns: those parts stay whole
     # (one record may hold a whole history, as Gemini CLI's checkpoints do)
     kept_parts: dict[int, frozenset[int]] = field(default_factory=dict)
+    images: OldImages = field(default_factory=OldImages)
 
     def touches(self, index: int) -> bool:
-        return index in self.records or index in self.copies
+        return index in self.records or index in self.copies or index in self.images.records
 
     def touches_view(self, session: SessionIndex) -> bool:
         return any(self.touches(index) for index in session.view_records)
@@ -106,7 +117,37 @@ def plan_micro(session: SessionIndex, settings: Settings) -> MicroPlan:
         if info.copies and index not in whole and any(call in outputs for call in info.copies)
     )
     partly = {index: frozenset(parts) for index, parts in kept_parts.items() if index in records}
-    return MicroPlan(frozenset(records), outputs, copies, marked, partly)
+    images = plan_images(session, settings.keep_recent) if settings.images else OldImages()
+    return MicroPlan(frozenset(records), outputs, copies, marked, partly, images)
+
+
+def plan_images(session: SessionIndex, keep_recent: int) -> OldImages:
+    """The images of every record but those of the newest ``keep_recent`` view messages that
+    hold images (old_images.py), before the latest compaction and in sidechains too."""
+    infos = session.infos
+    holders = [
+        message
+        for message in session.view
+        if any(piece_images(infos[index], part) for index, part in message.pieces())
+    ]
+    kept_messages = holders[len(holders) - keep_recent :] if keep_recent > 0 else []
+    kept = {piece for message in kept_messages for piece in message.pieces()}
+    whole = {index for index, part in kept if part is None}
+    kept_parts: dict[int, set[int]] = {}
+    for index, part in kept:
+        if part is not None and index not in whole:
+            kept_parts.setdefault(index, set()).add(part)
+    records = {
+        index
+        for index, info in enumerate(infos)
+        if index not in whole
+        and any(
+            count and part not in kept_parts.get(index, ())
+            for part, count in enumerate(info.part_images or (info.images,))
+        )
+    }
+    partly = {index: frozenset(parts) for index, parts in kept_parts.items() if index in records}
+    return OldImages(frozenset(records), partly)
 
 
 def _gets_marker(result: ToolResult, tool: str, settings: Settings) -> bool:
@@ -116,48 +157,67 @@ def _gets_marker(result: ToolResult, tool: str, settings: Settings) -> bool:
     return result.chars >= settings.min_chars
 
 
-def micro_change(session: SessionIndex, plan: MicroPlan, settings: Settings):
-    """The change pass 2 makes to record ``index`` (returns whether it changed it)."""
-    agent_format = session.format
-    # The plan chose the records; within one, every result the rules allow gets the marker, by
-    # the default profile's rules (a session file is never a BareAgent conversation).
-    every_result = replace(settings, keep_recent=0, compat=False)
+class MicroChange:
+    """The change pass 2 makes to a record the plan touches (a call returns whether it changed
+    it): old results become markers, then old images, then the UI copies shrink."""
 
-    def change(index: int, record: Record) -> bool:
-        changed = False
-        if index in plan.records:
-            messages = agent_format.messages(record)
-            kept = plan.kept_parts.get(index, frozenset())
-            candidates = [m for part, m in enumerate(messages) if part not in kept]
-            holders = list(result_holders(candidates))
-            before = [is_marker(holder.get("content")) for _, holder in holders]
-            calls = {call_id for call_id, _ in holders if isinstance(call_id, str)}
-            asked = {
-                "role": "assistant",
-                "content": [
-                    {"type": "tool_use", "id": call_id, "name": session.names.get(call_id)}
-                    for call_id in calls
-                    if call_id in session.names
-                ],
-            }
-            compacted = micro_compact([asked, *candidates], every_result)[0][1:]
-            truncated = {
-                call_id: session.names.get(call_id, UNKNOWN_TOOL)
-                for (call_id, holder), was in zip(result_holders(compacted), before, strict=True)
-                if not was and is_marker(holder.get("content"))
-            }
-            for message, now in zip(candidates, compacted, strict=True):
-                if now is not message:  # the format's messages may be the record's own dicts
-                    message.clear()
-                    message.update(now)
-            if truncated:
-                agent_format.store(record, messages, truncated)
-                changed = True
-        if index in plan.copies:
-            changed = agent_format.shrink_copies(record, plan.outputs) or changed
+    def __init__(self, session: SessionIndex, plan: MicroPlan, settings: Settings) -> None:
+        self.session = session
+        self.plan = plan
+        # The plan chose the records; within one, every result the rules allow gets the marker,
+        # by the default profile's rules (a session file is never a BareAgent conversation).
+        self.every_result = replace(settings, keep_recent=0, compat=False, images=False)
+
+    def __call__(self, index: int, record: Record) -> bool:
+        changed = self.results(index, record)
+        changed = self.images(index, record) > 0 or changed
+        if index in self.plan.copies:
+            changed = self.session.format.shrink_copies(record, self.plan.outputs) or changed
         return changed
 
-    return change
+    def results(self, index: int, record: Record) -> bool:
+        if index not in self.plan.records:
+            return False
+        session, agent_format = self.session, self.session.format
+        messages = agent_format.messages(record)
+        kept = self.plan.kept_parts.get(index, frozenset())
+        candidates = [m for part, m in enumerate(messages) if part not in kept]
+        holders = list(result_holders(candidates))
+        before = [is_marker(holder.get("content")) for _, holder in holders]
+        calls = {call_id for call_id, _ in holders if isinstance(call_id, str)}
+        asked = {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": call_id, "name": session.names.get(call_id)}
+                for call_id in calls
+                if call_id in session.names
+            ],
+        }
+        compacted = micro_compact([asked, *candidates], self.every_result)[0][1:]
+        truncated = {
+            call_id: session.names.get(call_id, UNKNOWN_TOOL)
+            for (call_id, holder), was in zip(result_holders(compacted), before, strict=True)
+            if not was and is_marker(holder.get("content"))
+        }
+        for message, now in zip(candidates, compacted, strict=True):
+            if now is not message:  # the format's messages may be the record's own dicts
+                message.clear()
+                message.update(now)
+        if truncated:
+            agent_format.store(record, messages, truncated)
+        return bool(truncated)
+
+    def images(self, index: int, record: Record) -> int:
+        """How many of the record's images became markers (``--images``)."""
+        images = self.plan.images
+        if index not in images.records:
+            return 0
+        messages = self.session.format.messages(record)
+        kept = images.kept_parts.get(index, frozenset())
+        marked = mark_images(m for part, m in enumerate(messages) if part not in kept)
+        if marked:
+            self.session.format.store(record, messages, {})
+        return marked
 
 
 def view_tokens_after(
@@ -224,7 +284,7 @@ class SessionSubject:
         self.around = around
         self.counter = counter_named(settings.tokenizer)
         self.plan = plan_micro(index, settings)
-        self.change = micro_change(index, self.plan, settings)
+        self.change = MicroChange(index, self.plan, settings)
         self.micro_done = False
         self.appended: tuple[Record, ...] = ()
         self.summary: str | None = None
@@ -243,9 +303,9 @@ class SessionSubject:
             return view_tokens_after(self.handle, self.index, self.plan, self.change)
         return view_tokens(self.handle, self.index, self.counter, self._micro_first)
 
-    def micro(self) -> int:
+    def micro(self) -> tuple[int, int]:
         self.micro_done = True
-        return self.plan.results
+        return self.plan.results, self._images_marked()
 
     def history(self) -> list[Message]:
         # old results as markers already: they take little memory
@@ -274,12 +334,25 @@ class SessionSubject:
         return self._input_tokens
 
     def rewrite(self) -> Rewrite:
-        touched = self.plan.records | self.plan.copies if self.micro_done else frozenset()
+        plan = self.plan
+        touched = (
+            plan.records | plan.copies | plan.images.records if self.micro_done else frozenset()
+        )
         if not touched and not self.appended:
             return UNCHANGED
         return Rewrite(self.change, touched, self.appended)
 
     # --- inside ---
+
+    def _images_marked(self) -> int:
+        """The images that get a marker, counted on the records (an image inside a result that
+        gets the marker goes with it, and is not counted)."""
+        marked = 0
+        for index in sorted(self.plan.images.records):
+            record = read_record(self.handle, self.index.infos[index], self.index.source)
+            self.change.results(index, record)
+            marked += self.change.images(index, record)
+        return marked
 
     def _micro_first(self, index: int, record: Record) -> None:
         """``change`` for the records the plan touches: the view as micro compaction leaves it."""

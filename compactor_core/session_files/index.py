@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from ..errors import InputError
-from ..estimate import HEURISTIC, Counter, estimate, estimate_quarters, quarters_to_tokens
+from ..estimate import HEURISTIC, Counter, estimate, quarters_and_images, quarters_to_tokens
 from ..formats import Message
 from ..micro import content_length, is_marker
 from ..tools import ToolNames, blocks, is_block, tool_calls
@@ -130,15 +130,23 @@ def describe(info: RecordInfo, messages: list[Message], measure: bool = True) ->
     if not measure:
         return
     if len(messages) == 1:
-        info.quarters = estimate_quarters(messages)
+        info.quarters, info.images = quarters_and_images(messages[0])
     else:
-        info.part_quarters = tuple(estimate_quarters([message]) for message in messages)
+        measured = [quarters_and_images(message) for message in messages]
+        info.part_quarters = tuple(quarters for quarters, _ in measured)
         info.quarters = sum(info.part_quarters)
+        info.part_images = tuple(images for _, images in measured)
+        info.images = sum(info.part_images)
 
 
 def piece_quarters(info: RecordInfo, part: int | None) -> int:
     """The estimate of one message of a record (part None: of all of them)."""
     return info.quarters if part is None or not info.part_quarters else info.part_quarters[part]
+
+
+def piece_images(info: RecordInfo, part: int | None) -> int:
+    """The inline images of one message of a record (part None: of all of them)."""
+    return info.images if part is None or not info.part_images else info.part_images[part]
 
 
 def pick(messages: list[Message], part: int | None) -> list[Message]:
