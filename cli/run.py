@@ -238,6 +238,7 @@ def _report(
     failures: list[ExitStatus] = []
     for each in reports:
         done.append(each)
+        report.repair_lines(each, out.dry_run)
         if each.error:
             statuses = [status_for(each.error)]
         else:

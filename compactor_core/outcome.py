@@ -31,6 +31,8 @@ class Outcome:
     tokens_before: int | None = None  # None: not measured
     tokens_after: int | None = None
     snapshots: tuple[str, ...] = ()  # snapshots already taken of this input and its result
+    repairs: tuple[str, ...] = ()  # rescue: a line for each repair made
+    left: tuple[str, ...] = ()  # rescue: a line for each problem it could not repair
     # The compacted conversation, for a conversation of messages compacted in memory; None for
     # a session file (its result is written as a stream) and in reports.
     conversation: Conversation | None = field(default=None, compare=False, repr=False)

@@ -47,6 +47,10 @@ class Subject(Protocol):
     def tokens(self) -> int:
         """The estimate of the current result (by the settings' counter)."""
 
+    def repair(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``rescue``'s repairs (repairs.py): make them in the result; return a line for each
+        and one for each problem left unrepaired."""
+
     def micro(self) -> tuple[int, int]:
         """Micro-compact the result; return how many tool results, and how many images
         (``Settings.images``), got a marker."""
@@ -92,10 +96,47 @@ def decide(
     if job.command == "full":
         outcome = _summary_step(settings, subject, provider, keeper, dry_run)
         return _measured(outcome, subject, before, measure)
+    if job.command == "rescue":
+        return _rescue(job, subject, provider, keeper, dry_run, before)
     if job.command == "auto" and settings.cache_aware:
         cached = subject.for_the_cache(provider or default_provider(), keeper, dry_run)
         if cached is not None:
             return replace(cached, tokens_before=before)
+    return _micro_then_summary(job, subject, provider, keeper, dry_run, before, measure)
+
+
+def _rescue(
+    job: Job,
+    subject: Subject,
+    provider: Summarizer | None,
+    keeper: Keeper | None,
+    dry_run: bool,
+    before: int | None,
+) -> Outcome:
+    """The repairs; then, while the view is over the window (``threshold``), micro and full."""
+    repairs, left = subject.repair()
+    outcome = Outcome(changed=bool(repairs), repairs=repairs, left=left, tokens_before=before)
+    tokens = subject.tokens()
+    if tokens <= job.settings.threshold:
+        return replace(outcome, tokens_after=tokens)
+    fitted = _micro_then_summary(
+        replace(job, command="auto"), subject, provider, keeper, dry_run, before, True
+    )
+    changed = fitted.changed or outcome.changed
+    return replace(fitted, changed=changed, repairs=repairs, left=left)
+
+
+def _micro_then_summary(
+    job: Job,
+    subject: Subject,
+    provider: Summarizer | None,
+    keeper: Keeper | None,
+    dry_run: bool,
+    before: int | None,
+    measure: bool,
+) -> Outcome:
+    """micro, and for auto a summary over the threshold (SPEC §4, every-turn rules)."""
+    settings = job.settings
     truncated, images = subject.micro()
     micro = Outcome(
         changed=truncated + images > 0, truncated=truncated, images=images, tokens_before=before
@@ -204,6 +245,14 @@ class MessagesSubject:
         if self._tokens is None:
             self._tokens = measure(self.result, self.settings)
         return self._tokens
+
+    def repair(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        from .repairs import repair_messages
+
+        messages, done = repair_messages(self.input.messages)
+        self.input = self.input.with_messages(messages)
+        self._take(messages)
+        return tuple(done), ()
 
     def micro(self) -> tuple[int, int]:
         settings = self.settings

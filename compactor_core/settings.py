@@ -23,8 +23,8 @@ from . import defaults
 if TYPE_CHECKING:
     from .snapshots import Snapshots
 
-Command = Literal["micro", "full", "auto"]
-COMMANDS: tuple[Command, ...] = ("micro", "full", "auto")
+Command = Literal["micro", "full", "auto", "rescue"]
+COMMANDS: tuple[Command, ...] = ("micro", "full", "auto", "rescue")
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ DEFAULT_SETTINGS = Settings()
 class Job:
     """One command and its settings; ``measure``: estimate before and after, for statistics."""
 
-    command: Command = "micro"
+    command: Command = "micro"  # rescue: its repairs, then auto's steps while over threshold
     settings: Settings = DEFAULT_SETTINGS
     measure: bool = False
 

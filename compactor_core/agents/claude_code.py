@@ -28,6 +28,7 @@ import orjson
 
 from ..session_files.base import (
     AgentFormat,
+    Answer,
     Compaction,
     Record,
     RecordInfo,
@@ -172,6 +173,63 @@ class ClaudeCode(AgentFormat):
                 continue
             for path in sorted(project.glob("*.jsonl")):
                 yield SessionFile(path, path.stem, _cwd_of(path) or project.name)
+
+    # --- rescue ---
+
+    def relink(self, record: Record, parent: str | None) -> bool:
+        record["parentUuid"] = parent
+        return True
+
+    def drop_result(self, record: Record, call_id: Any) -> bool | None:
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            return None
+        kept = [block for block in content if not _answers(block, call_id)]
+        message["content"] = kept  # type: ignore[index]
+        if not any(
+            isinstance(block, dict) and block.get("type") == "tool_result" for block in kept
+        ):
+            record.pop("toolUseResult", None)  # the UI copy of the result that went
+        return bool(kept)
+
+    def answer_calls(self, answer: Answer) -> list[Record]:
+        """A user record for each call, as Claude Code writes a failed tool's result: the
+        child of the assistant record that made the call (as parallel calls' results are)."""
+        call = answer.record
+        shared = {key: call[key] for key in _SESSION_KEYS if key in call}
+        return [
+            {
+                "parentUuid": call.get("uuid"),
+                "isSidechain": False,
+                **shared,
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "content": answer.text,
+                            "is_error": True,
+                            "tool_use_id": call_id,
+                        }
+                    ],
+                },
+                "uuid": answer.new_id(),
+                "timestamp": answer.stamp,
+                "toolUseResult": answer.text,
+                "sourceToolAssistantUUID": call.get("uuid"),
+            }
+            for call_id, _ in answer.calls
+        ]
+
+
+def _answers(block: Any, call_id: Any) -> bool:
+    return (
+        isinstance(block, dict)
+        and block.get("type") == "tool_result"
+        and block.get("tool_use_id") == call_id
+    )
 
 
 def _text(value: Any) -> str | None:

@@ -174,6 +174,13 @@ class CopilotCli(AgentFormat):
             records.append(copy)
         return records
 
+    # Its event log is read with Node's readline, which also ends a line at U+2028 and U+2029.
+    line_breaks = ("\u2028", "\u2029")
+
+    def relink(self, record: Record, parent: str | None) -> bool:
+        record["parentId"] = parent
+        return True
+
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         for path in sorted((home / "session-state").glob("*/events.jsonl")):
             yield SessionFile(path, path.parent.name, _cwd_of(path) or "")

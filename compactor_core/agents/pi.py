@@ -157,6 +157,10 @@ class Pi(AgentFormat):
             }
         ]
 
+    def relink(self, record: Record, parent: str | None) -> bool:
+        record["parentId"] = parent
+        return True
+
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         for path in sorted((home / "sessions").glob("*/*.jsonl")):
             header = first_record(path)

@@ -145,6 +145,10 @@ class QwenCode(AgentFormat):
         }
         return [record]
 
+    def relink(self, record: Record, parent: str | None) -> bool:
+        record["parentUuid"] = parent
+        return True
+
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         for path in sorted((home / "projects").glob("*/chats/*.jsonl")):
             first = first_record(path)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .base import Problem
 from .index import INVALID, SessionIndex, index_session
+from .pairs import unpaired
 from .registry import agent_formats
 
 if TYPE_CHECKING:
@@ -72,26 +73,15 @@ def _id_problems(session: SessionIndex) -> Iterator[Problem]:
 
 def _pair_problems(session: SessionIndex) -> Iterator[Problem]:
     """Calls and results of the view that have no partner in it."""
-    asked: dict[Any, int] = {}  # call id -> line, still waiting for its result
-    answered: set[Any] = set()
-    for message in session.view:
-        pieces = [(session.infos[index], part) for index, part in message.pieces()]
-        for info, part in pieces:
-            for result in info.results:
-                if part is not None and result.part != part:
-                    continue
-                if result.call_id in asked:
-                    del asked[result.call_id]
-                    answered.add(result.call_id)
-                elif result.call_id not in answered:
-                    yield Problem(
-                        info.line,
-                        "orphan-result",
-                        f"tool result for {result.call_id} without its call in the view",
-                    )
-        for info, part in pieces:
-            for call_id, _, call_part in info.calls:
-                if part is None or call_part == part:
-                    asked[call_id] = info.line
-    for call_id, line in asked.items():
-        yield Problem(line, "unanswered-call", f"tool call {call_id} has no result in the view")
+    for found in unpaired(session):
+        line = session.infos[found.index].line
+        if found.is_call:
+            yield Problem(
+                line, "unanswered-call", f"tool call {found.call_id} has no result in the view"
+            )
+        else:
+            yield Problem(
+                line,
+                "orphan-result",
+                f"tool result for {found.call_id} without its call in the view",
+            )

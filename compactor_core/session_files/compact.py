@@ -37,6 +37,7 @@ from .index import (
     result_holders,
     view_tokens,
 )
+from .rescue import NO_REPAIRS, Repairs
 
 
 @dataclass(frozen=True)
@@ -221,12 +222,16 @@ class MicroChange:
 
 
 def view_tokens_after(
-    handle: BinaryIO, session: SessionIndex, plan: MicroPlan, change: Callable[[int, Record], bool]
+    handle: BinaryIO,
+    session: SessionIndex,
+    touches: Callable[[int], bool],
+    change: Callable[[int, Record], bool],
 ) -> int:
-    """The view's estimate once the plan is done (the changed view records read again)."""
+    """The view's estimate once ``change`` is made to the records it ``touches`` (the changed
+    view records read again)."""
     quarters = session.view_quarters
     for index, part in session.view_pieces:
-        if plan.touches(index):
+        if touches(index):
             info = session.infos[index]
             record = read_record(handle, info, session.source)
             change(index, record)
@@ -240,15 +245,19 @@ def view_tokens_after(
 
 @dataclass(frozen=True)
 class Rewrite:
-    """What pass 2 does to a session file: the records to change (and how), the records to add."""
+    """What pass 2 does to a session file: the records to change (and how), the records to add.
+
+    Only ``rescue`` inserts records after a line or leaves lines out (compaction never does)."""
 
     change: Callable[[int, Record], bool] | None = None
     touched: frozenset[int] = frozenset()  # the records ``change`` may change
     append: tuple[Record, ...] = ()
+    insert: dict[int, tuple[Record, ...]] = field(default_factory=dict)  # after the line
+    dropped: frozenset[int] = frozenset()  # lines left out
 
     @property
     def changes_anything(self) -> bool:
-        return bool(self.touched or self.append)
+        return bool(self.touched or self.append or self.insert or self.dropped)
 
 
 UNCHANGED = Rewrite()
@@ -277,6 +286,7 @@ class SessionSubject:
         index: SessionIndex,
         settings: Settings,
         around: Surroundings = Surroundings(),
+        repairs: Repairs = NO_REPAIRS,
     ) -> None:
         self.handle = handle
         self.index = index
@@ -286,6 +296,8 @@ class SessionSubject:
         self.plan = plan_micro(index, settings)
         self.change = MicroChange(index, self.plan, settings)
         self.micro_done = False
+        self.repairs = repairs  # rescue's, made before micro's (``repair``)
+        self.repaired = False
         self.appended: tuple[Record, ...] = ()
         self.summary: str | None = None
         self._input_tokens: int | None = None
@@ -295,13 +307,16 @@ class SessionSubject:
     def tokens(self) -> int:
         if self.appended:  # after a summary the view is what was appended
             return self._appended_tokens(self.appended)
-        if not self.micro_done:
-            return self.input_tokens()
-        if not self.plan.touches_view(self.index):
+        if not any(self._touches(index) for index in self.index.view_records):
             return self.input_tokens()
         if self.counter is HEURISTIC:
-            return view_tokens_after(self.handle, self.index, self.plan, self.change)
-        return view_tokens(self.handle, self.index, self.counter, self._micro_first)
+            return view_tokens_after(self.handle, self.index, self._touches, self._changed)
+        return view_tokens(self.handle, self.index, self.counter, self._changed)
+
+    def repair(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Make ``rescue``'s repairs part of the result; what they are, and what is left."""
+        self.repaired = True
+        return self.repairs.done, self.repairs.left
 
     def micro(self) -> tuple[int, int]:
         self.micro_done = True
@@ -309,7 +324,7 @@ class SessionSubject:
 
     def history(self) -> list[Message]:
         # old results as markers already: they take little memory
-        return load_view(self.handle, self.index, self._micro_first)
+        return load_view(self.handle, self.index, self._repaired_then_micro)
 
     def take_summary(self, compacted: FullResult) -> int:
         if compacted.summary is None:
@@ -334,13 +349,14 @@ class SessionSubject:
         return self._input_tokens
 
     def rewrite(self) -> Rewrite:
-        plan = self.plan
+        plan, repairs = self.plan, self.repairs if self.repaired else NO_REPAIRS
         touched = (
             plan.records | plan.copies | plan.images.records if self.micro_done else frozenset()
         )
-        if not touched and not self.appended:
+        touched |= repairs.touched
+        if not touched and not self.appended and not repairs.insert and not repairs.dropped:
             return UNCHANGED
-        return Rewrite(self.change, touched, self.appended)
+        return Rewrite(self._changed, touched, self.appended, repairs.insert, repairs.dropped)
 
     # --- inside ---
 
@@ -354,8 +370,22 @@ class SessionSubject:
             marked += self.change.images(index, record)
         return marked
 
-    def _micro_first(self, index: int, record: Record) -> None:
-        """``change`` for the records the plan touches: the view as micro compaction leaves it."""
+    def _touches(self, index: int) -> bool:
+        """Whether the result's record differs from the input's (so far)."""
+        repaired = self.repaired and index in self.repairs.edits
+        return repaired or (self.micro_done and self.plan.touches(index))
+
+    def _changed(self, index: int, record: Record) -> bool:
+        """The record as the result holds it (so far): repaired, then micro-compacted."""
+        changed = self.repaired and self.repairs.change(index, record)
+        if self.micro_done and self.plan.touches(index):
+            changed = self.change(index, record) or changed
+        return changed
+
+    def _repaired_then_micro(self, index: int, record: Record) -> None:
+        """What the summary is made of: the repaired view as micro compaction leaves it."""
+        if self.repaired:
+            self.repairs.change(index, record)
         if self.plan.touches(index):
             self.change(index, record)
 

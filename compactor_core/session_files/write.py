@@ -2,8 +2,10 @@
 
 What no rule changes is copied byte for byte, in large blocks between the changed lines (pass 1
 knows where every line is); a changed record is written compactly with non-ASCII unescaped,
-keeping its line's ending (and the file's BOM); appended records follow the last line, which first
-gets a line ending if it had none. Whatever the file gained after pass 1 (an agent appending
+keeping its line's ending (and the file's BOM), but for the characters the agent's reader splits
+lines on (``AgentFormat.line_breaks``), which are escaped; appended records follow the last line,
+which first gets a line ending if it had none; ``rescue`` may also insert records after a line,
+or leave a line out. Whatever the file gained after pass 1 (an agent appending
 meanwhile) is copied too, though the in-place check will then leave the file alone. Nothing is
 held but a block or the line being changed.
 """
@@ -26,31 +28,61 @@ def session_chunks(handle: BinaryIO, session: SessionIndex, rewrite: Rewrite) ->
     """The new file's bytes, a block (or a changed line, or the appended records) at a time."""
     position = 0
     last = b"\n"  # the last byte copied so far
-    for index in sorted(rewrite.touched) if rewrite.change is not None else ():
+    breaks = session.format.line_breaks
+    touched = rewrite.touched if rewrite.change is not None else frozenset()
+    for index in sorted(touched | rewrite.dropped | rewrite.insert.keys()):
         info = session.infos[index]
         for block in _blocks(handle, position, info.offset):
             last = block[-1:]
             yield block
-        handle.seek(info.offset)
-        line = Line(info.line, info.offset, handle.read(info.length))
-        if len(line.data) != info.length:
-            raise InputError(f"{session.source}: line {info.line}: changed while being read")
-        record = parse_exact(line, session.source)
-        data = (
-            line.prefix + dumps(record) + line.ending
-            if rewrite.change(index, record)
-            else line.data
-        )
-        last = data[-1:]
-        yield data
         position = info.offset + info.length
+        if index not in rewrite.dropped:
+            data = _line(handle, session, rewrite, index) if index in touched else None
+            data = data if data is not None else _read(handle, session, index)
+            last = data[-1:]
+            yield data
+        added = rewrite.insert.get(index, ())
+        if added:
+            if last not in (b"\n", b""):  # a last line without its ending gets one
+                yield b"\n"
+            data = b"".join(_escaped(dumps(record), breaks) + b"\n" for record in added)
+            last = data[-1:]
+            yield data
     for block in _blocks(handle, position, None):
         last = block[-1:]
         yield block
     if rewrite.append:
         if last not in (b"\n", b""):
             yield b"\n"
-        yield b"".join(dumps(record) + b"\n" for record in rewrite.append)
+        yield b"".join(_escaped(dumps(record), breaks) + b"\n" for record in rewrite.append)
+
+
+def _read(handle: BinaryIO, session: SessionIndex, index: int) -> bytes:
+    info = session.infos[index]
+    handle.seek(info.offset)
+    data = handle.read(info.length)
+    if len(data) != info.length:
+        raise InputError(f"{session.source}: line {info.line}: changed while being read")
+    return data
+
+
+def _line(handle: BinaryIO, session: SessionIndex, rewrite: Rewrite, index: int) -> bytes | None:
+    """The line as ``rewrite.change`` leaves it; None if it did not change it."""
+    info = session.infos[index]
+    line = Line(info.line, info.offset, _read(handle, session, index))
+    record = parse_exact(line, session.source)
+    assert rewrite.change is not None
+    if not rewrite.change(index, record):
+        return None
+    return line.prefix + _escaped(dumps(record), session.format.line_breaks) + line.ending
+
+
+def _escaped(data: bytes, breaks: tuple[str, ...]) -> bytes:
+    """``data`` with the characters the agent's reader takes for line breaks written as JSON
+    escapes (a raw one can only stand inside a JSON string, where the escape means the same)."""
+    for character in breaks:
+        data = data.replace(character.encode(), f"\\u{ord(character):04x}".encode())
+    return data
 
 
 def _blocks(handle: BinaryIO, start: int, end: int | None) -> Iterator[bytes]:
