@@ -178,7 +178,5 @@ def _answered(messages: list[Message]) -> tuple[list[Message], list[str]]:
                 {"type": "tool_result", "tool_use_id": c, "content": NO_RESULT, "is_error": True}
                 for c, _ in missing
             ]
-        done += [
-            f"call {c} ({name}) without a result: answered with an error" for c, name in missing
-        ]
+        done += [f"{place}: call {c} ({tool}) without a result: answered" for c, tool in missing]
     return out, done
