@@ -43,8 +43,7 @@ TABLE = """\
 \b
 Exit status:
   0    success (also: nothing to compact; a summary failure without --strict)
-  1    estimate --threshold: not over; check: problems found; rescue: some not repaired;
-       files failed for different reasons
+  1    estimate --threshold: not over; check: problems found; rescue: problems left; failures differ
   2    usage error (bad or conflicting flags or values, no input on a terminal)
   65   input is not a valid conversation
   66   an input file is missing or unreadable

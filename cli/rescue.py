@@ -22,7 +22,6 @@ from . import options, resolve
         "ctxpack rescue ~/.claude/projects/-home-me-app/SESSION.jsonl",
         "ctxpack rescue --dry-run ~/.codex/sessions/2026/12/03/rollout-*.jsonl",
         "ctxpack rescue --window 120000 session.json",
-        "ctxpack restore ~/.claude/projects/-home-me-app/SESSION.jsonl   # undo it",
     )
 )
 @options.files_argument
@@ -49,7 +48,8 @@ def rescue(files: tuple[str, ...], window: int, **given: Any) -> None:
     without calls, cut parent chains, images over the APIs' limits, oversized records,
     characters that break the agent's reader; then micro and full while over --window.
 
-    Each repair is one line on stderr; exit 1 if something could not be repaired.
+    In place, the original kept as a snapshot (ctxpack restore FILE undoes it). Each repair is
+    one line on stderr; exit 1 if something could not be repaired.
     """
     from compactor_core.settings import Job
 

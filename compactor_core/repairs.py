@@ -29,6 +29,7 @@ IMAGE_SIDE = 8000
 MANY_IMAGES = 20  # more than this many images in one request...
 MANY_IMAGES_SIDE = 2000  # ...and each must fit this
 RECORD_BYTES = 16 * 1024 * 1024
+ANSWERED = "answered with an error"
 NO_RESULT = (
     "Error: this tool call has no result (the session stopped before it was written). "
     "ctxpack rescue answered it so that the session opens again; run the tool again if needed."
@@ -178,5 +179,5 @@ def _answered(messages: list[Message]) -> tuple[list[Message], list[str]]:
                 {"type": "tool_result", "tool_use_id": c, "content": NO_RESULT, "is_error": True}
                 for c, _ in missing
             ]
-        done += [f"{place}: call {c} ({tool}) without a result: answered" for c, tool in missing]
+        done += [f"{place}: call {c} ({tool}) without a result: {ANSWERED}" for c, tool in missing]
     return out, done

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import BinaryIO
 
 from ..images import size_text
-from ..repairs import NO_RESULT, RECORD_BYTES, fix_images, shorten_results, side_limit
+from ..repairs import ANSWERED, NO_RESULT, RECORD_BYTES, fix_images, shorten_results, side_limit
 from ..tools import UNKNOWN_TOOL
 from .base import Answer, Record, RecordInfo
 from .index import BLANK, SessionIndex, piece_images, read_record, result_holders
@@ -174,7 +174,7 @@ def _answer(plan: _Plan, index: int, calls: tuple[tuple[object, str], ...]) -> N
         plan.insert[index] = (*plan.insert.get(index, ()), *added)
     else:  # answered in the call's own record
         plan.edit(index, lambda record: plan.format.answer_calls(replace(answer, record=record)))
-    plan.done.append(f"{what}: answered with an error")
+    plan.done.append(f"{what}: {ANSWERED}")
 
 
 def _images(plan: _Plan, session: SessionIndex) -> None:
