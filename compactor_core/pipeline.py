@@ -122,8 +122,13 @@ def _rescue(
     fitted = _micro_then_summary(
         replace(job, command="auto"), subject, provider, keeper, dry_run, before, True
     )
+    steps = "micro" if fitted.full == Status.NOT_RUN else f"micro, then summary {fitted.full}"
+    fit = f"the view was {tokens} tokens, over the window of {job.settings.threshold}: {steps}"
+    repairs += (f"{fit}: {'at most ' if dry_run else ''}{fitted.tokens_after} tokens now",)
     changed = fitted.changed or outcome.changed
-    return replace(fitted, changed=changed, repairs=repairs, left=left)
+    if fitted.over_threshold or fitted.error is not None:  # the agent still cannot send it
+        left += (f"still {fitted.tokens_after} tokens, over the window",)
+    return replace(fitted, changed=changed, repairs=repairs, left=left, over_threshold=False)
 
 
 def _micro_then_summary(

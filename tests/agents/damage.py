@@ -4,12 +4,14 @@ Each function changes the session file in place, in the agent's own format, and 
 saying what it did:
 
 - ``big_image``: the session's image (one the agent itself stored, from its own read tool)
-  becomes one the API refuses: over 5 MB, or over 8000 pixels on a side;
+  becomes one the API refuses: over 5 MB (``wide_image``: over 8000 pixels on a side);
 - ``removed_result``: the oldest tool result is gone, as when the agent was killed between the
   call and its result (where records are chained, its children now follow its parent);
 - ``cut_chain``: a record in the middle names a parent no record has, so a resume follows the
   chain back only that far;
-- ``huge_record``: one tool output is 20 MB, every copy of it.
+- ``huge_record``: one tool output is 20 MB, every copy of it;
+- ``long_history``: every turn's shell output is 600 KB longer: each record is within every limit,
+  the history is not (over a 200,000-token window).
 
 Written independently of ctxpack: plain JSON, line by line.
 """
@@ -74,6 +76,11 @@ def big_image(path: Path, agent: str, image: bytes = TOO_HEAVY) -> str:
     return f"{copies} copies of the screenshot replaced by {len(image)} bytes"
 
 
+def wide_image(path: Path, agent: str) -> str:
+    """``big_image`` with an image of 9000 px by 40: small in bytes, over 8000 px."""
+    return big_image(path, agent, TOO_WIDE)
+
+
 def huge_record(path: Path, agent: str, size: int = HUGE) -> str:
     """One line of the first shell output, in every copy, becomes ``size`` characters long."""
     data = path.read_bytes()
@@ -82,6 +89,17 @@ def huge_record(path: Path, agent: str, size: int = HUGE) -> str:
     filler = b"x" * (size // 16) + b" " + b"y" * (size - size // 16 - 1)
     path.write_bytes(data.replace(line[0], line[0] + b" " + filler))
     return f"a shell output grew by {size} bytes"
+
+
+def long_history(path: Path, agent: str, size: int = 600_000) -> str:
+    """The first line of each turn's first shell output, in every copy, grows by ``size``."""
+    data = path.read_bytes()
+    lines = sorted(set(re.findall(rb"turn \d+: build step 7 compiled", data)))
+    assert lines, f"{path}: no shell output to blow up"
+    for line in lines:
+        data = data.replace(line, line + b" " + b"z" * size)
+    path.write_bytes(data)
+    return f"{len(lines)} shell outputs grew by {size} bytes each"
 
 
 def removed_result(path: Path, agent: str) -> str:
@@ -112,9 +130,11 @@ def cut_chain(path: Path, agent: str) -> str:
 
 DAMAGES: dict[str, Callable[[Path, str], str]] = {
     "big_image": big_image,
+    "wide_image": wide_image,
     "removed_result": removed_result,
     "cut_chain": cut_chain,
     "huge_record": huge_record,
+    "long_history": long_history,
 }
 
 
