@@ -13,6 +13,7 @@ the whole file.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
@@ -97,7 +98,11 @@ def decide(
         outcome = _summary_step(settings, subject, provider, keeper, dry_run)
         return _measured(outcome, subject, before, measure)
     if job.command == "rescue":
-        return _rescue(job, subject, provider, keeper, dry_run, before)
+
+        def fit(job: Job) -> Outcome:
+            return _micro_then_summary(job, subject, provider, keeper, dry_run, before, True)
+
+        return _rescue(job, subject, before, fit)
     if job.command == "auto" and settings.cache_aware:
         cached = subject.for_the_cache(provider or default_provider(), keeper, dry_run)
         if cached is not None:
@@ -106,28 +111,25 @@ def decide(
 
 
 def _rescue(
-    job: Job,
-    subject: Subject,
-    provider: Summarizer | None,
-    keeper: Keeper | None,
-    dry_run: bool,
-    before: int | None,
+    job: Job, subject: Subject, before: int | None, fit: Callable[[Job], Outcome]
 ) -> Outcome:
-    """The repairs; then, while the view is over the window (``threshold``), micro and full."""
+    """The repairs; then, if the view is over the window (``threshold``), ``fit``: micro, and a
+    summary if micro is not enough."""
     repairs, left = subject.repair()
     outcome = Outcome(changed=bool(repairs), repairs=repairs, left=left, tokens_before=before)
     tokens = subject.tokens()
     if tokens <= job.settings.threshold:
         return replace(outcome, tokens_after=tokens)
-    fitted = _micro_then_summary(
-        replace(job, command="auto"), subject, provider, keeper, dry_run, before, True
-    )
+    fitted = fit(replace(job, command="auto"))
     steps = "micro" if fitted.full == Status.NOT_RUN else f"micro, then summary {fitted.full}"
-    fit = f"the view was {tokens} tokens, over the window of {job.settings.threshold}: {steps}"
-    repairs += (f"{fit}: {'at most ' if dry_run else ''}{fitted.tokens_after} tokens now",)
-    changed = fitted.changed or outcome.changed
+    most = "at most " if fitted.full == Status.WOULD_RUN else ""
+    repairs += (
+        f"the view was {tokens} tokens, over the window of {job.settings.threshold}: {steps}: "
+        f"{most}{fitted.tokens_after} tokens now",
+    )
     if fitted.over_threshold or fitted.error is not None:  # the agent still cannot send it
         left += (f"still {fitted.tokens_after} tokens, over the window",)
+    changed = fitted.changed or outcome.changed
     return replace(fitted, changed=changed, repairs=repairs, left=left, over_threshold=False)
 
 

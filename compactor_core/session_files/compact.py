@@ -86,11 +86,7 @@ def plan_micro(session: SessionIndex, settings: Settings) -> MicroPlan:
     kept = {
         piece for turn in kept_turns for number in turn for piece in session.view[number].pieces()
     }
-    whole = {index for index, part in kept if part is None}
-    kept_parts: dict[int, set[int]] = {}
-    for index, part in kept:
-        if part is not None and index not in whole:
-            kept_parts.setdefault(index, set()).add(part)
+    whole, kept_parts = _wholly_or_partly(kept)
     kept_calls = {
         result.call_id
         for index, part in kept
@@ -133,11 +129,7 @@ def plan_images(session: SessionIndex, keep_recent: int) -> OldImages:
     ]
     kept_messages = holders[len(holders) - keep_recent :] if keep_recent > 0 else []
     kept = {piece for message in kept_messages for piece in message.pieces()}
-    whole = {index for index, part in kept if part is None}
-    kept_parts: dict[int, set[int]] = {}
-    for index, part in kept:
-        if part is not None and index not in whole:
-            kept_parts.setdefault(index, set()).add(part)
+    whole, kept_parts = _wholly_or_partly(kept)
     records = {
         index
         for index, info in enumerate(infos)
@@ -149,6 +141,16 @@ def plan_images(session: SessionIndex, keep_recent: int) -> OldImages:
     }
     partly = {index: frozenset(parts) for index, parts in kept_parts.items() if index in records}
     return OldImages(frozenset(records), partly)
+
+
+def _wholly_or_partly(kept: set[tuple[int, int | None]]) -> tuple[set[int], dict[int, set[int]]]:
+    """The records kept whole, and the parts kept of the others, from kept (record, part)s."""
+    whole = {index for index, part in kept if part is None}
+    kept_parts: dict[int, set[int]] = {}
+    for index, part in kept:
+        if part is not None and index not in whole:
+            kept_parts.setdefault(index, set()).add(part)
+    return whole, kept_parts
 
 
 def _gets_marker(result: ToolResult, tool: str, settings: Settings) -> bool:
