@@ -29,6 +29,7 @@ from compactor_core.sources import Given
 FIXTURES = TESTS / "fixtures"
 CLAUDE = FIXTURES / "claude_code" / "session.jsonl"
 CODEX = FIXTURES / "codex" / "plain.jsonl"
+COPILOT = FIXTURES / "more_agents" / "copilot-cli.jsonl"
 RESCUE = Job("rescue", Settings(threshold=200_000), measure=True)
 BROKEN = {"unanswered-call", "orphan-result", "dangling-parent"}
 
@@ -187,6 +188,22 @@ def test_a_removed_result_is_answered_and_check_finds_the_session_sound(
     ]
     assert NO_RESULT.encode() in result
     assert rescued(result)[1].repairs == ()  # once is enough
+
+
+def test_copilot_drops_a_result_of_no_call_and_answers_the_call_with_a_failed_event() -> None:
+    lines = COPILOT.read_bytes().splitlines(keepends=True)
+    number = max(n for n, line in enumerate(lines) if b'"tool.execution_complete"' in line)
+    event = json.loads(lines[number])
+    event["data"]["toolCallId"] = "nobody"  # its call now has no result, and it has no call
+    lines[number] = json.dumps(event).encode() + b"\n"
+    data = b"".join(lines)
+    assert {"unanswered-call", "orphan-result"} <= session_problems(data, "copilot-cli")
+    result, outcome = rescued(data)
+    assert session_problems(result, "copilot-cli") & BROKEN == set()
+    assert b'"nobody"' not in result
+    answers = [json.loads(line) for line in result.splitlines() if NO_RESULT.encode() in line]
+    assert [a["data"]["success"] for a in answers] == [False]
+    assert len(outcome.repairs) == 2
 
 
 def test_a_cut_chain_is_re_linked_and_the_whole_view_comes_back(tmp_path: Path) -> None:

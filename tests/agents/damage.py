@@ -10,6 +10,7 @@ saying what it did:
 - ``cut_chain``: a record in the middle names a parent no record has, so a resume follows the
   chain back only that far;
 - ``huge_record``: one tool output is 20 MB, every copy of it;
+- ``line_separator``: a raw U+2028 in the first request (Copilot CLI's reader splits on it);
 - ``long_history``: every turn's shell output is 600 KB longer: each record is within every limit,
   the history is not (over a 200,000-token window).
 
@@ -102,6 +103,14 @@ def long_history(path: Path, agent: str, size: int = 600_000) -> str:
     return f"{len(lines)} shell outputs grew by {size} bytes each"
 
 
+def line_separator(path: Path, agent: str) -> str:
+    """The first request's text gains a raw U+2028 (valid JSON, one line to a JSON reader)."""
+    data = path.read_bytes()
+    assert b"Request 0:" in data, f"{path}: no first request"
+    path.write_bytes(data.replace(b"Request 0:", "Request 0:\u2028".encode(), 1))
+    return "a raw U+2028 in the first request"
+
+
 def removed_result(path: Path, agent: str) -> str:
     """The oldest tool result is removed from the file; its call stays."""
     records = _records(path)
@@ -135,6 +144,7 @@ DAMAGES: dict[str, Callable[[Path, str], str]] = {
     "cut_chain": cut_chain,
     "huge_record": huge_record,
     "long_history": long_history,
+    "line_separator": line_separator,
 }
 
 

@@ -1,7 +1,7 @@
 """Issue 26's damage cases with the real agents: a session the agent writes (shell outputs over
-two requests, then a screenshot read by the agent's own tool), damaged the ways the trackers
-report (damage.py), resumed against a model server that refuses what the real APIs refuse
-(limits.py); then ``ctxpack rescue`` and the resume again.
+two requests, then, for Claude Code and Codex, a screenshot read by the agent's own tool),
+damaged the ways the trackers report (damage.py), resumed against a model server that refuses
+what the real APIs refuse (limits.py); then ``ctxpack rescue`` and the resume again.
 
     session = make_session("claude-code", tmp_path / "made")
     before = resume_within_limits(damaged_copy(session, "big_image", tmp_path / "before"))
@@ -16,6 +16,7 @@ from agents.claude import ClaudeHome, run_claude
 from agents.codex import CodexHome, run_codex
 from agents.damage import DAMAGES, SMALL_PNG
 from agents.limits import Limits
+from agents.more_sessions import make_session as make_more_session
 from agents.resume import AGENTS
 from agents.script import Reply, Script, ToolCall
 from agents.server import ModelServer
@@ -53,7 +54,10 @@ class Resumed:
 
 
 def make_session(agent: str, root: Path) -> Session:
-    """The agent's own session: the workload's turns, then one that reads a screenshot."""
+    """The agent's own session: the workload's turns, then (Claude Code, Codex) one that reads
+    a screenshot."""
+    if agent not in _IMAGE_TOOLS:
+        return make_more_session(agent, root, WORKLOAD)
     make = make_claude_session if agent == "claude-code" else make_codex_session
     session = make(root, WORKLOAD)
     image = session.project / SCREENSHOT
