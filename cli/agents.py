@@ -29,8 +29,10 @@ from .exit_codes import ExitStatus, combined, for_each_input
 def check(files: tuple[str, ...], format_name: str, as_json: bool) -> None:
     """Check session files (and conversations) for damage; exit 1 if any problem is found.
 
-    Read only: torn or invalid lines, records of another format, duplicate ids, dangling
-    parents, tool results without their call and calls without their result in the view.
+    Read only. Problems break or change what the agent resumes: torn or invalid lines, records
+    of another format, and in what the resume reads, parents that are in no record, parent
+    links that loop, shared ids, tool results without their call and calls without their
+    result. Notes (exit 0) are the same found where the resume does not look.
     """
     from compactor_core.formats import dumps
 
@@ -61,9 +63,10 @@ def _check_one(name: str, format_name: str) -> dict[str, Any]:
         try:
             tokens = document.tokens()
         except InputError as error:
-            return {**report, "problems": [{"line": 0, "kind": "invalid", "detail": str(error)}]}
+            problem = {"line": 0, "kind": "invalid", "detail": str(error)}
+            return {**report, "problems": [problem], "notes": []}
         messages = len(document.conversation.messages)
-        return {**report, "messages": messages, "tokens": tokens, "problems": []}
+        return {**report, "messages": messages, "tokens": tokens, "problems": [], "notes": []}
 
 
 def _check_lines(report: dict[str, Any]) -> list[str]:
@@ -74,13 +77,20 @@ def _check_lines(report: dict[str, Any]) -> list[str]:
         parts.append(f"view: {report['view_messages']} messages, {report['tokens']} tokens")
     elif "tokens" in report:
         parts.append(f"{report['messages']} messages, {report['tokens']} tokens")
-    found = report["problems"]
-    verdict = f"{len(found)} problem{'s' * (len(found) != 1)}" if found else "healthy"
+    found, notes = report["problems"], report.get("notes", [])
+    verdict = _count(len(found), "problem") if found else "healthy"
+    if notes:
+        verdict += f", {_count(len(notes), 'note')}"
     lines = [f"{label}: {', '.join(parts)}: {verdict}"]
-    for problem in found:
-        place = f"line {problem['line']}: " if problem["line"] else ""
-        lines.append(f"{label}: {place}{problem['kind']}: {problem['detail']}")
+    for finding in sorted(found + notes, key=lambda finding: finding["line"]):
+        place = f"line {finding['line']}: " if finding["line"] else ""
+        note = "note: " if finding in notes else ""
+        lines.append(f"{label}: {place}{note}{finding['kind']}: {finding['detail']}")
     return lines
+
+
+def _count(number: int, what: str) -> str:
+    return f"{number} {what}{'s' * (number != 1)}"
 
 
 # --- sessions ------------------------------------------------------------------------------------
@@ -133,7 +143,8 @@ def sessions(agent: str | None, over: int | None, min_idle: float, as_json: bool
                 "bytes": entry.size,
                 "tokens": entry.tokens,
                 "modified": datetime.fromtimestamp(entry.mtime).astimezone().isoformat(),
-                "in_use": entry.in_use,
+                "in_use": entry.in_use is not None,
+                "in_use_reason": entry.in_use,  # why it is in use (null when it is not)
             }
             io.write_stdout(dumps(row) + b"\n")
         return

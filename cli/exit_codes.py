@@ -12,6 +12,7 @@ from compactor_core.errors import (
     InputUnreadable,
     OutputError,
     ProviderError,
+    Refused,
     RetryableProviderError,
     SessionInUse,
     UsageError,
@@ -33,6 +34,7 @@ class ExitStatus(IntEnum):
     PROVIDER_RETRYABLE = 75
     TEMPORARY = 75  # EX_TEMPFAIL: try again later (a session file its agent is using)
     SOFTWARE = 70  # EX_SOFTWARE: an unexpected error, a bug of ctxpack
+    REFUSED = 77  # EX_NOPERM: refused to keep data safe (an unsafe folder, a lossy restore)
     CONFIG = 78
     INTERRUPTED = 130
     BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `cat big | head`
@@ -51,6 +53,7 @@ Exit status:
   70   internal error: a bug of ctxpack (CTXPACK_TRACEBACK=1 shows where), or a batch worker died
   74   output, in-place file or snapshot could not be written
   75   try again later: a session file in use; --strict: provider timeout, 429, 5xx, connection
+  77   refused to keep data safe: an unsafe snapshot folder; restore over newer lines (--force)
   78   configuration error (unknown provider, missing API key, bad config file)
   130  interrupted
   141  standard output was closed early (| head): a quiet stop"""
@@ -64,6 +67,7 @@ _STATUS_OF_ERROR: list[tuple[type[CtxpackError], ExitStatus]] = [
     (ConfigError, ExitStatus.CONFIG),
     (UsageError, ExitStatus.USAGE),
     (SessionInUse, ExitStatus.TEMPORARY),
+    (Refused, ExitStatus.REFUSED),
     (WorkerDied, ExitStatus.SOFTWARE),
 ]
 

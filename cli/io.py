@@ -58,6 +58,13 @@ def write_stdout(data: bytes) -> None:
     write_stdout_chunks((data,))
 
 
+def stdout_is_a_terminal() -> bool:
+    try:
+        return sys.stdout is not None and sys.stdout.isatty()
+    except ValueError:  # closed
+        return False
+
+
 def write_stdout_chunks(chunks: Iterable[bytes]) -> None:
     """Write every chunk to standard output, as they come (a session file of any size)."""
     if sys.stdout is None:
@@ -77,6 +84,17 @@ def write_stdout_chunks(chunks: Iterable[bytes]) -> None:
         raise
     except OSError as error:
         raise OutputError(f"<stdout>: cannot write: {error.strerror or error}") from None
+
+
+def one_pass() -> None:
+    """This process reads its inputs, writes their results and ends: the cyclic garbage collector
+    is switched off, which would otherwise walk every object of a big parsed conversation again
+    and again while the estimate or micro compaction makes its small lists (15–30% of their time
+    on a 55 MB conversation). A parsed conversation holds no reference cycles; memory is freed by
+    reference counting, and the rest when the process ends."""
+    import gc
+
+    gc.disable()
 
 
 def warn(message: str) -> None:

@@ -206,6 +206,7 @@ def estimate(
 
     counter = resolve.counter(tokenizer)
     bareagent = compat == "bareagent"
+    io.one_pass()
     io.set_directory_hint("add -r/--recursive")
     if listing["summary"]:
         from .corpus import summarize
@@ -334,7 +335,9 @@ def _compact(command: Command, files: tuple[str, ...], options: dict[str, Any]) 
     settings = resolve.settings(options, resolver, summarizing)
     out = Output.from_options(options, resolver.get("session_id"))
     keeps = summarizing or out.is_batch  # only a summary or a rewrite ever saves a snapshot
-    snapshot_dir = resolver.get("snapshot_dir") if keeps and not options["no_snapshot"] else None
+    snapshot_dir = None
+    if keeps and not options["no_snapshot"]:
+        snapshot_dir = resolver.snapshot_dir(options["compat"] == "bareagent")
     run = run_settings(Job(command, settings), options, snapshot_dir)
     provider = resolver.provider() if summarizing else None
     compact_inputs(files, run, out, provider, options)

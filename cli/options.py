@@ -188,7 +188,8 @@ snapshot_dir_option = click.option(
     "snapshot_dir",
     type=click.Path(file_okay=False),
     help="Where snapshots are kept: a folder or a URL [default: "
-    f"{defaults.SNAPSHOT_DIR}; env CTXPACK_SNAPSHOT_DIR].",
+    f"{defaults.USER_SNAPSHOT_DIR}, or {defaults.BAREAGENT_SNAPSHOT_DIR} with --compat "
+    "bareagent; env CTXPACK_SNAPSHOT_DIR].",
 )
 
 snapshot_options = bundle(

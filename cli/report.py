@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from compactor_core.errors import SessionInUse
 from compactor_core.outcome import Report
 from compactor_core.status import Status
 
@@ -61,10 +62,19 @@ def stats_line(report: Report) -> str:
     return f"{report.label}: " + ", ".join(parts)
 
 
+def in_use(report: Report) -> bool:
+    """Skipped, not failed: an agent is using the session file (exit 75: try again later)."""
+    return isinstance(report.error, SessionInUse)
+
+
+def _failed(report: Report) -> bool:
+    return report.error is not None and not in_use(report)
+
+
 def summary_line(done: list[Report], total: int, dry_run: bool) -> str:
     ok = [report for report in done if not report.error]
     changed = sum(report.changed for report in done)
-    failed = len(done) - len(ok)
+    failed = sum(map(_failed, done))
     before = sum(report.outcome.tokens_before or 0 for report in ok)
     after = sum(report.outcome.tokens_after or 0 for report in ok)
     verb = "would change" if dry_run else "changed"
@@ -73,6 +83,9 @@ def summary_line(done: list[Report], total: int, dry_run: bool) -> str:
     skipped = sum(report.skipped for report in done)
     if skipped:
         line += f", {skipped} skipped (output already current)"
+    busy = sum(map(in_use, done))
+    if busy:
+        line += f", {busy} skipped (in use by their agent: see --force)"
     summaries_failed = _summaries_failed(done)
     if summaries_failed:  # done, but not summarized: without --strict they count as no failure
         line += f", {len(summaries_failed)} summaries failed: {_some(summaries_failed)}"
@@ -96,8 +109,9 @@ def json_report(done: list[Report], total: int, dry_run: bool) -> dict[str, Any]
         "files": total,
         "done": len(done),
         "changed": sum(report.changed for report in done),
-        "failed": sum(report.error is not None for report in done),
-        "skipped": sum(report.skipped for report in done),
+        "failed": sum(map(_failed, done)),
+        "skipped": sum(report.skipped or in_use(report) for report in done),
+        "in_use": sum(map(in_use, done)),
         "summaries_failed": len(_summaries_failed(done)),
         "dry_run": dry_run,
         "tokens_before": sum(report.outcome.tokens_before or 0 for report in done),
@@ -111,12 +125,13 @@ def _json_result(report: Report) -> dict[str, Any]:
     return {
         "path": report.label,
         "changed": report.changed,
-        "error": io.error_line(report.error) if report.error else None,
+        "error": io.error_line(report.error) if _failed(report) else None,
         "summary": outcome.full,
         "summary_error": str(outcome.error) if outcome.error else None,
         "summary_cut_off": outcome.cut_off is not None,
         "truncated": outcome.truncated,
-        "skipped": report.skipped,
+        "skipped": report.skipped or in_use(report),
+        "in_use": str(report.error) if in_use(report) else None,  # why it was skipped
         "tokens_before": outcome.tokens_before,
         "tokens_after": outcome.tokens_after,
     }

@@ -14,8 +14,11 @@ from . import io, options
 from .exit_codes import ExitStatus, combined, status_for
 
 if TYPE_CHECKING:
-    from compactor_core.restore import Choice
-    from compactor_core.snapshots import Snapshot, SnapshotStore
+    from compactor_core.restore import Choice, Found
+    from compactor_core.restoring import Restored
+    from compactor_core.settings import SessionRules
+    from compactor_core.snapshot_store import SnapshotStore
+    from compactor_core.snapshots import Snapshot
 
 # Shapes ``restore --session-id`` prints as a JSON array of messages; an agent's session file
 # is printed as it was (its own format: ``restore FILE`` puts it back where it was).
@@ -51,6 +54,13 @@ _MESSAGE_SHAPES = (None, "array", "envelope", "jsonl")
 )
 @options.snapshot_dir_option
 @click.option("--pretty", is_flag=True, help="Indent the JSON output.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Restore FILE even if lines were added to it after ctxpack's run (they are kept in "
+    "the 'replaced' snapshot), or if its agent changed it within --min-idle.",
+)
+@options.min_idle_option
 def restore(
     files: tuple[str, ...],
     session_id: str | None,
@@ -65,6 +75,8 @@ def restore(
     dry_run: bool,
     snapshot_dir: str | None,
     pretty: bool,
+    force: bool,
+    min_idle: float,
 ) -> None:
     """Put back the originals of files changed in place, or print, list or prune snapshots.
 
@@ -74,30 +86,49 @@ def restore(
                                        --nth N, --at TIME for another one)
     ctxpack restore --list [--json]    every snapshot, newest first
     ctxpack restore --prune --keep N   remove all but the N newest of each session
-    """
-    from compactor_core.restore import Choice
-    from compactor_core.snapshots import ORIGINAL, RESULT, SnapshotStore
 
-    store = SnapshotStore(Path(_snapshot_dir(snapshot_dir)))
+    Snapshots are looked for in --snapshot-dir (default ~/.local/state/ctxpack) and in the
+    .transcripts folders older versions wrote: the working folder's and the file's own.
+    """
+    from datetime import UTC, datetime
+
+    from compactor_core.restore import Choice
+    from compactor_core.settings import SessionRules
+    from compactor_core.snapshots import ORIGINAL, RESULT
+
     choice = Choice(RESULT if result else ORIGINAL, nth, at)
     action = _action(files, session_id, list_snapshots, prune)
-    _check(action, result, nth, at, as_json, keep, older_than, dry_run, pretty)
+    _check(action, result, nth, at, as_json, keep, older_than, dry_run, pretty, force)
     if action == "files":
-        _restore_files(store, files, choice, dry_run)
-    elif action == "list":
-        _list(store, session_id, as_json)
+        rules = SessionRules(min_idle=min_idle, force=force, now=datetime.now(UTC))
+        _restore_files(snapshot_dir, files, choice, rules, dry_run)
+        return
+    stores = _stores(snapshot_dir)
+    if action == "list":
+        _list(stores, session_id, as_json)
     elif action == "prune":
-        _prune(store, session_id, keep, older_than, dry_run)
+        _prune(stores, session_id, keep, older_than, dry_run)
     else:
-        _print(store, session_id or "", choice, pretty)
+        _print(stores, session_id or "", choice, pretty)
 
 
-def _snapshot_dir(flag: str | None) -> str:
+def _stores(flag: str | None, files: tuple[str, ...] = ()) -> list[SnapshotStore]:
+    """The store in use (first), then the ``.transcripts`` of older versions, each once."""
     import os
+
+    from compactor_core.locations import legacy_folders
+    from compactor_core.snapshot_store import SnapshotStore
 
     from .settings import Resolver
 
-    return Resolver({"snapshot_dir": flag}, os.environ).get("snapshot_dir")
+    primary = Path(Resolver({"snapshot_dir": flag}, os.environ).snapshot_dir())
+    seen = {os.path.realpath(primary)}
+    stores = [SnapshotStore(primary)]
+    for folder in legacy_folders(Path.cwd(), map(Path, files)):
+        if os.path.realpath(folder) not in seen:
+            seen.add(os.path.realpath(folder))
+            stores.append(SnapshotStore(folder))
+    return stores
 
 
 def _action(files: tuple[str, ...], session_id: str | None, listing: bool, prune: bool) -> str:
@@ -125,6 +156,7 @@ def _check(
     older_than: str | None,
     dry_run: bool,
     pretty: bool,
+    force: bool,
 ) -> None:
     """Refuse every flag that does not apply to the action, rather than ignore it."""
     picking = result or nth != 1 or at is not None
@@ -137,6 +169,7 @@ def _check(
         ("--keep or --older-than", pruning and action != "prune"),
         ("--dry-run", dry_run and action not in ("files", "prune")),
         ("--pretty", pretty and action != "print"),
+        ("--force", force and action != "files"),
     ]
     for flags, wrong in misplaced:
         if wrong:
@@ -145,28 +178,57 @@ def _check(
 
 
 def _restore_files(
-    store: SnapshotStore, files: tuple[str, ...], choice: Choice, dry_run: bool
+    snapshot_dir: str | None,
+    files: tuple[str, ...],
+    choice: Choice,
+    rules: SessionRules,
+    dry_run: bool,
 ) -> None:
-    from compactor_core.restore import restore_file, snapshot_of_file
+    from compactor_core.restore import search, snapshot_of_file
+    from compactor_core.restoring import newest, restore_file
 
     failures: list[ExitStatus] = []
     for name in files:
+        file = Path(name)
         try:
-            snapshot = snapshot_of_file(store, Path(name), choice)
-            done = restore_file(store, Path(name), snapshot, dry_run)
+            stores = _stores(snapshot_dir, (name,))
+            found = search(stores, lambda store: store.select(source=file))  # noqa: B023
+            _warn_unusable(found)
+            snapshot = snapshot_of_file(found, file, choice, _where(stores))
+            last_run = newest(found.snapshots, lambda s: s.rewritten is not None)
+            done = restore_file(stores[0], file, snapshot, last_run, rules, dry_run)
         except CtxpackError as error:
             io.warn(io.error_line(error))
             failures.append(status_for(error))
             continue
-        taken = f"the snapshot of {_when(snapshot)} ({snapshot.path})"
-        if done == "unchanged":
-            io.warn(f"{name}: already as in {taken}")
-        else:
-            io.warn(f"{name}: {done} from {taken}")
-        if done == "restored" and snapshot.shape not in _MESSAGE_SHAPES:
-            _tell_the_agent(Path(name), snapshot.shape or "")
+        _say(name, snapshot, done)
+        if done.done == "restored" and snapshot.shape not in _MESSAGE_SHAPES:
+            _tell_the_agent(file, snapshot.shape or "")
     if failures:
         sys.exit(combined(failures))
+
+
+def _where(stores: list[SnapshotStore]) -> str:
+    return " or ".join(str(store.directory) for store in stores)
+
+
+def _warn_unusable(found: Found) -> None:
+    for line in found.unusable:
+        io.warn(line)
+
+
+def _say(name: str, snapshot: Snapshot, done: Restored) -> None:
+    taken = f"the snapshot of {_when(snapshot)} ({snapshot.path})"
+    if done.done == "unchanged":
+        io.warn(f"{name}: already as in {taken}")
+        return
+    line = f"{name}: {done.done} from {taken}"
+    if done.set_aside is not None:
+        kept = f", kept in {done.replaced}" if done.replaced else ""
+        line += f"; set aside {done.set_aside.describe()}{kept}"
+    elif done.replaced:
+        line += f"; the version it had is kept in {done.replaced}"
+    io.warn(line)
 
 
 def _tell_the_agent(path: Path, format_name: str) -> None:
@@ -185,21 +247,24 @@ def _when(snapshot: Snapshot) -> str:
     return snapshot.moment.isoformat(sep=" ", timespec="seconds")
 
 
-def _print(store: SnapshotStore, session_id: str, choice: Choice, pretty: bool) -> None:
+def _print(stores: list[SnapshotStore], session_id: str, choice: Choice, pretty: bool) -> None:
     from compactor_core.formats import dumps, parse
     from compactor_core.restore import choose, session_snapshots
 
-    snapshot = choose(session_snapshots(store, session_id), choice, f"session {session_id!r}")
+    snapshot = choose(session_snapshots(stores, session_id), choice, f"session {session_id!r}")
     data = snapshot.read()
     if snapshot.shape in _MESSAGE_SHAPES:
         data = dumps(parse(data, str(snapshot.path)).messages, pretty) + b"\n"
     io.write_stdout(data)
 
 
-def _list(store: SnapshotStore, session_id: str | None, as_json: bool) -> None:
+def _list(stores: list[SnapshotStore], session_id: str | None, as_json: bool) -> None:
     from compactor_core.formats import dumps
+    from compactor_core.restore import search
 
-    snapshots = store.select(session_id)
+    found = search(stores, lambda store: store.select(session_id))
+    _warn_unusable(found)
+    snapshots = found.snapshots
     if as_json:
         io.write_stdout(dumps([snapshot.as_dict() for snapshot in snapshots]) + b"\n")
         return
@@ -222,7 +287,7 @@ def _count(value: int | None) -> str:
 
 
 def _prune(
-    store: SnapshotStore,
+    stores: list[SnapshotStore],
     session_id: str | None,
     keep: int | None,
     older_than: str | None,
@@ -230,13 +295,15 @@ def _prune(
 ) -> None:
     from datetime import datetime
 
-    from compactor_core.restore import parse_age, to_prune
+    from compactor_core.restore import parse_age, search, to_prune
 
     age = parse_age(older_than) if older_than is not None else None
-    doomed = to_prune(store.select(session_id), keep, age, datetime.now())
+    found = search(stores, lambda store: store.select(session_id))
+    _warn_unusable(found)
+    doomed = to_prune(found.snapshots, keep, age, datetime.now())
     for snapshot in doomed:
         if not dry_run:
-            store.remove(snapshot)
+            snapshot.reader.remove(snapshot)
         io.write_stdout(f"{snapshot.path}\n".encode())
     verb = "would remove" if dry_run else "removed"
-    io.warn(f"{verb} {len(doomed)} snapshots from {store.directory}")
+    io.warn(f"{verb} {len(doomed)} snapshots from {_where(stores)}")

@@ -152,11 +152,14 @@ def _stream(
     from dataclasses import replace
 
     run = replace(run, job=replace(run.job, measure=out.stats))
+    io.one_pass()
     provider = None
     if provider_settings is not None and run.needs_provider:
         from compactor_core.providers.registry import build_provider
 
         provider = build_provider(provider_settings)
+
+    copies = _CopyNote(run)
 
     def one(name: str) -> list[ExitStatus]:
         target = Target(io.source_of(name), _stream_destination(out.output), out.session_id)
@@ -164,6 +167,7 @@ def _stream(
         if done.error is not None:
             raise done.error
         statuses = report.warnings_of(done, run.job.command, _threshold(run), out.strict)
+        copies.tell(done)
         if out.stats:
             io.warn(report.stats_line(done))
             for path in done.outcome.snapshots:
@@ -175,7 +179,7 @@ def _stream(
 
 def _stream_destination(output: str | None) -> Destination:
     if output is None or output == io.STDIN:
-        return ToStream(io.write_stdout_chunks)
+        return ToStream(io.write_stdout_chunks, terminal=io.stdout_is_a_terminal())
     if is_url(output):
         return ToObject(output)
     return ToFile(Path(output))
@@ -236,8 +240,10 @@ def _report(
     """
     done: list[Report] = []
     failures: list[ExitStatus] = []
+    copies = _CopyNote(run)
     for each in reports:
         done.append(each)
+        copies.tell(each)
         report.repair_lines(each, out.dry_run)
         if each.error:
             statuses = [status_for(each.error)]
@@ -250,7 +256,7 @@ def _report(
         elif out.stats:
             io.warn(report.stats_line(each))
         failures.extend(statuses)
-        if statuses and out.fail_fast:
+        if statuses and out.fail_fast and not report.in_use(each):  # a skip is no failure
             stop.set()
     listed = total is None
     total = len(done) if total is None else total
@@ -262,6 +268,22 @@ def _report(
 
         io.write_stdout(dumps(report.json_report(done, total, out.dry_run)) + b"\n")
     _exit_for(failures)
+
+
+class _CopyNote:
+    """Says once a run that originals are copied into the snapshot folder, not hard-linked."""
+
+    def __init__(self, run: RunSettings) -> None:
+        self.location = run.writing.snapshots.location if run.writing.snapshots else ""
+        self.told = False
+
+    def tell(self, done: Report) -> None:
+        if done.copied and not self.told:
+            self.told = True
+            io.warn(
+                f"{done.label}: its original was copied into {self.location}, not hard-linked "
+                f"({done.copied}); so are the others of this run that cannot be linked"
+            )
 
 
 def engine_of(options: dict[str, Any]) -> Any:

@@ -105,8 +105,6 @@ SETTINGS: dict[str, Setting] = {
     "snapshot_dir": Setting(
         "--snapshot-dir (old name: --transcript-dir)",
         ("CTXPACK_SNAPSHOT_DIR", "CTXPACK_TRANSCRIPT_DIR"),
-        None,
-        defaults.SNAPSHOT_DIR,
     ),
     "session_id": Setting("--session-id", ("CTXPACK_SESSION_ID",), None, defaults.SESSION_ID),
 }
@@ -124,6 +122,7 @@ def environment_help() -> list[tuple[str, str]]:
     return [
         *rows,
         ("CTXPACK_CONFIG", "the config file [default: ~/.config/ctxpack/config.toml]"),
+        ("XDG_STATE_HOME", f"snapshots: $XDG_STATE_HOME/ctxpack [{defaults.USER_SNAPSHOT_DIR}]"),
         ("CTXPACK_TRACEBACK", "1: an internal error prints its traceback"),
         ("OPENAI_API_KEY", "API keys: only ever from the environment"),
         ("ANTHROPIC_API_KEY", ""),
@@ -194,6 +193,18 @@ class Resolver:
             raise ConfigError(f"{where} {error}, got {value!r}") from None
 
     # --- what the commands ask ---
+
+    def snapshot_dir(self, bareagent: bool = False) -> str:
+        """Where snapshots go: the flag or its variables, else the user's state folder (the
+        seed's ``.transcripts`` in the working folder with ``--compat bareagent``)."""
+        given = self.get("snapshot_dir")
+        if given:
+            return given
+        if bareagent:
+            return defaults.BAREAGENT_SNAPSHOT_DIR
+        from compactor_core.locations import user_store
+
+        return str(user_store(self.environ.get("XDG_STATE_HOME"), self.environ.get("HOME")))
 
     def provider(self) -> ProviderSettings:
         """The provider settings; the key from the variable the provider or the file names."""

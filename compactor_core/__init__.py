@@ -6,14 +6,14 @@
 ...     {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "bash",
 ...                                        "input": {"command": "ls"}}]},
 ...     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
-...                                   "content": "a.py b.py"}]},
+...                                   "content": "a.py b.py c.py d.py e.py f.py g.py h.py i.py"}]},
 ... ]
 >>> compact(messages, "micro", Settings(keep_recent=0))[2]["content"][0]["content"]
-'[truncated: bash result, 9 chars]'
+'[truncated: bash result, 44 chars]'
 >>> messages[2]["content"][0]["content"]  # the input is never modified
-'a.py b.py'
+'a.py b.py c.py d.py e.py f.py g.py h.py i.py'
 >>> estimate_tokens(messages)
-14
+24
 
 The submodules keep their names (``compactor_core.estimate``, ``.micro``, ``.full``): the
 functions exported here never shadow them. Messages are plain dicts (unknown keys survive);
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from .providers.base import Summarizer, SummaryRequest
     from .providers.registry import provider
     from .settings import Command, Job, Settings
-    from .snapshots import SnapshotStore
+    from .snapshot_store import SnapshotStore
     from .status import Status
 
 # Public name -> (module, name there). Imported on first use: the CLI imports this package at
@@ -80,7 +80,7 @@ _EXPORTS = {
     **{name: ("settings", name) for name in ("Command", "Job", "Settings")},
     "Summarizer": ("providers.base", "Summarizer"),
     "SummaryRequest": ("providers.base", "SummaryRequest"),
-    "SnapshotStore": ("snapshots", "SnapshotStore"),
+    "SnapshotStore": ("snapshot_store", "SnapshotStore"),
     "Status": ("status", "Status"),
 }
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from .errors import OutputError
@@ -21,39 +22,105 @@ from .errors import OutputError
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from .file_metadata import Metadata
+
 TEMP_SUFFIX = ".ctxpack-tmp"
 NEW_FILE_MODE = 0o644
 WRITE_BUFFER = 1 << 20  # bytes gathered per write system call
 
 
 def write_temp(
-    directory: Path, name: str, chunks: Iterable[bytes], mode: int = 0o600, label: str = ""
+    directory: Path,
+    name: str,
+    chunks: Iterable[bytes],
+    mode: int = 0o600,
+    label: str = "",
+    like: Metadata | None = None,
 ) -> Path:
-    """Write ``chunks`` to a new, fsynced temporary file in ``directory`` and return its path.
+    """Write ``chunks`` to a new, fsynced temporary file in ``directory`` and return its path;
+    see ``NewFile.write``."""
+    new = NewFile.write(directory, name, chunks, label, like, mode)
+    new.close()
+    return new.path
 
-    An error of the writing becomes an OutputError naming ``label`` (the target by default); an
-    error raised by the iterator itself (a source that cannot be read, invalid input) passes
-    through as it is. Either way the temporary file is removed.
-    """
-    import tempfile  # with shutil and random: only when a file is written, not at start-up
-    from pathlib import Path  # likewise: writing to stdout needs only write_all
 
-    label = label or str(Path(directory) / name)
-    prefix = f".{name[:100]}.{os.getpid()}."  # short enough for any file-name limit
-    try:
-        fd, temp = tempfile.mkstemp(prefix=prefix, suffix=TEMP_SUFFIX, dir=directory)
-    except OSError as error:
-        raise OutputError(f"{label}: cannot write: {error.strerror or error}") from None
-    try:
+class NewFile:
+    """A temporary file beside its target: written, fsynced, still open, until it is renamed
+    over the target or discarded. ``size`` and ``digest`` (a sha256) are of what it holds."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self.fd = fd
+        self.size = 0
+        self.digest = hashlib.sha256()
+
+    @classmethod
+    def write(
+        cls,
+        directory: Path,
+        name: str,
+        chunks: Iterable[bytes],
+        label: str = "",
+        like: Metadata | None = None,
+        mode: int = 0o600,
+    ) -> NewFile:
+        """Write ``chunks`` to a new temporary file in ``directory``, give it ``like``'s owner,
+        mode and extended attributes (strictly: an OutputError if they cannot be kept), or else
+        ``mode``, and fsync it. It is 0600 until then.
+
+        An error of the writing becomes an OutputError naming ``label`` (the target by
+        default); an error raised by the iterator itself (a source that cannot be read,
+        invalid input) passes through as it is. Either way the temporary file is removed.
+        """
+        import tempfile  # only when a file is written, not at start-up
+        from pathlib import Path  # likewise: writing to stdout needs only write_all
+
+        label = label or str(Path(directory) / name)
+        prefix = f".{name[:100]}.{os.getpid()}."  # short enough for any file-name limit
         try:
-            write_chunks(fd, chunks, label)
-            _sync(fd, mode, label)
-        finally:
-            os.close(fd)
-    except BaseException:
-        _remove(temp)
-        raise
-    return Path(temp)
+            fd, temp = tempfile.mkstemp(prefix=prefix, suffix=TEMP_SUFFIX, dir=directory)
+        except OSError as error:
+            raise OutputError(f"{label}: cannot write: {error.strerror or error}") from None
+        new = cls(Path(temp), fd)
+        try:
+            write_chunks(fd, new._counted(chunks), label)
+            if like is not None:
+                like.apply(fd, label)
+            _sync(fd, stat.S_IMODE(os.fstat(fd).st_mode) if like else mode, label)
+        except BaseException:
+            new.discard()
+            raise
+        return new
+
+    def _counted(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
+        for chunk in chunks:
+            self.size += len(chunk)
+            self.digest.update(chunk)
+            yield chunk
+
+    def append(self, data: bytes, label: str) -> None:
+        """Add ``data`` at the end (the file may have been renamed into place meanwhile)."""
+        offset = self.size
+        view = memoryview(data)
+        try:
+            while view:
+                written = os.pwrite(self.fd, view, offset)
+                offset += written
+                view = view[written:]
+        except OSError as error:
+            raise OutputError(f"{label}: cannot write: {error.strerror or error}") from None
+        self.size += len(data)
+        self.digest.update(data)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def discard(self) -> None:
+        """Close and remove it (not once it was renamed into place)."""
+        self.close()
+        _remove(self.path)
 
 
 def _sync(fd: int, mode: int, label: str) -> None:
@@ -130,7 +197,8 @@ def atomic_write_chunks(
     sync_directory: bool = True,
     check: Callable[[], None] | None = None,
 ) -> Path:
-    """Replace ``path`` with the concatenated ``chunks`` atomically, keeping its permission bits.
+    """Replace ``path`` with the concatenated ``chunks`` atomically, keeping its permission bits
+    (and, where this process may, its owner, group and extended attributes).
 
     The chunks are written as they come (a file of any size is never whole in memory) to a
     temporary file beside the target, which is flushed and fsynced, then renamed over it; an
@@ -162,7 +230,9 @@ def atomic_write_chunks(
             _write_directly(path, target, chunks)
             return target.parent
         mode = status.st_mode & 0o7777
+    clean_up_once(target.parent)
     temp = write_temp(target.parent, target.name, chunks, mode, str(path))
+    _keep_what_can_be_kept(target, temp)
     try:
         if check is not None:
             check()
@@ -176,6 +246,21 @@ def atomic_write_chunks(
     if sync_directory:
         fsync_directory(target.parent)
     return target.parent
+
+
+def _keep_what_can_be_kept(target: Path, temp: Path) -> None:
+    """The old file's owner, group and extended attributes on the new one, where this process
+    may set them (an output file, not the user's input: no reason to refuse the write)."""
+    from .file_metadata import Metadata
+
+    with contextlib.suppress(OSError):
+        like = Metadata.of(str(target))
+        fd = os.open(temp, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            like.apply(fd, str(target), strict=False)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _write_directly(path: Path, target: Path, chunks: Iterable[bytes]) -> None:
@@ -199,18 +284,35 @@ def fsync_directory(directory: Path) -> None:
             os.close(fd)
 
 
-def remove_stale_temp_files(directory: Path) -> int:
-    """Delete the temporary files that killed runs left in ``directory``; return how many."""
+_cleaned: set[str] = set()  # folders this process already rid of killed runs' leftovers
+
+
+def clean_up_once(directory: Path) -> None:
+    """``remove_stale_temp_files`` in ``directory``, the first time this process writes there."""
+    key = os.path.realpath(directory)
+    if key not in _cleaned:
+        _cleaned.add(key)
+        remove_stale_temp_files(directory)
+
+
+def remove_stale_temp_files(directory: Path | int) -> int:
+    """Delete the temporary files that killed runs left in ``directory`` (a path, or an open
+    folder's descriptor); return how many."""
     removed = 0
     try:
         names = [name for name in os.listdir(directory) if name.endswith(TEMP_SUFFIX)]
     except OSError:
         return 0
+    folder = directory if isinstance(directory, int) else None
     for name in names:
         match = re.fullmatch(_TEMP_NAME, name)
         if match and not _process_alive(int(match["pid"])):
-            _remove(os.path.join(directory, name))
-            removed += 1
+            with contextlib.suppress(OSError):
+                if folder is None:
+                    _remove(os.path.join(directory, name))  # type: ignore[arg-type]
+                else:
+                    os.unlink(name, dir_fd=folder)
+                removed += 1
     return removed
 
 

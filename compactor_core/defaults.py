@@ -4,7 +4,10 @@ KEEP_RECENT = 3  # tool-result turns that micro compaction keeps whole
 THRESHOLD = 50_000  # auto: full compaction above this estimate
 MAX_TOKENS = 2000  # the summary's budget
 MAX_PROMPT_TOKENS = 100_000  # what is sent to the provider is shrunk to fit this
-SNAPSHOT_DIR = ".transcripts"  # SPEC §5 calls snapshots "transcript snapshots"
+# Snapshots go to the user's state folder (locations.user_store); --compat bareagent keeps the
+# seed's folder in the working directory (SPEC §5 calls snapshots "transcript snapshots").
+USER_SNAPSHOT_DIR = "~/.local/state/ctxpack"  # as --help shows it: $XDG_STATE_HOME/ctxpack
+BAREAGENT_SNAPSHOT_DIR = ".transcripts"
 SESSION_ID = "default"
 TIMEOUT = 60.0  # seconds per summary request; 0: no limit
 RETRIES = 2  # of a summary request, on 429, 5xx and connection errors

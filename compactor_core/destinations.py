@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from .atomic import NEW_FILE_MODE, atomic_write_chunks
 from .documents import Document, MessagesDocument, file_version
-from .errors import OutputError, SessionInUse, reading
+from .errors import OutputError, UsageError, reading
 from .outcome import Outcome, Report
 from .pipeline import Subject
 from .settings import RunSettings
@@ -34,11 +34,13 @@ from .sources import LocalFile, RemoteObject, Source
 
 if TYPE_CHECKING:
     from .providers.settings import ProviderSettings
+    from .snapshots import Snapshots
 
 
 class Written(NamedTuple):
     folder: str | None = None  # the folder a file was written into, for its fsync
-    warning: str | None = None  # the agent's own index of the session could not be updated
+    warning: str | None = None  # the agent's own index of the session could not be updated, …
+    copied: str | None = None  # why the original was copied into the snapshots, not linked
 
 
 NOTHING_WRITTEN = Written()
@@ -48,16 +50,26 @@ SOURCE, SETTINGS, TOKENS = "ctxpack-source", "ctxpack-settings", "ctxpack-tokens
 
 @dataclass(frozen=True)
 class ToStream:
-    """Standard output, or any stream: ``write`` takes the result's chunks (the front end's)."""
+    """Standard output, or any stream: ``write`` takes the result's chunks (the front end's).
+
+    ``terminal``: the stream is a terminal (the front end knows), where an agent's session file,
+    thousands of lines of JSON, is nobody's wish: the user forgot ``--in-place``, and is told.
+    """
 
     write_chunks: Callable[[Iterable[bytes]], None]
+    terminal: bool = False
     keeps_input = False
 
     def current(self, source: Source) -> Report | None:
         return None
 
     def prepare(self, document: Document, run: RunSettings) -> None:
-        pass
+        if self.terminal and document.guarded:
+            raise UsageError(
+                f"{document.label}: an agent's session file is not written to a terminal: add "
+                "--in-place to shrink it where it is (the original is kept), or -o FILE or a "
+                "redirection to write the result elsewhere"
+            )
 
     def write(
         self, document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool
@@ -95,6 +107,8 @@ class ToFile:
             chunks = iter((data,))
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError as error:  # a file where its folder must be
+            raise OutputError(f"{self.path}: cannot write: {error.filename} is a file") from None
         except OSError as error:
             raise OutputError(f"{self.path}: cannot write: {error.strerror or error}") from None
         mode = document.status.st_mode & 0o7777 if document.status else NEW_FILE_MODE
@@ -150,20 +164,16 @@ class InPlace:
         from .files import check_writable
 
         check_writable(document.status, document.label)
-        rules = run.sessions
-        if document.guarded and not run.writing.dry_run and not rules.force:
-            from .session_files.in_use import in_use
+        if document.guarded and not run.writing.dry_run:
+            from .session_files.in_use import refuse_in_use
 
-            reason = in_use(
-                Path(document.path or ""),
-                rules.time().timestamp(),
-                rules.min_idle,
-                Path(rules.proc),
+            path = Path(document.path or "")
+            refuse_in_use(
+                document.label,
+                document.status,
+                run.sessions,
+                lambda: _rewritten_by_us(run.writing.snapshots, path, document.status),
             )
-            if reason:
-                raise SessionInUse(
-                    f"{document.label}: in use by its agent ({reason}): skipped, see --force"
-                )
 
     def write(
         self, document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool
@@ -201,32 +211,33 @@ Destination = ToStream | ToFile | ToObject | InPlace
 def _replace_local(
     document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool
 ) -> Written:
-    """Replace a local file by its result, the original kept (``files.replacing``)."""
-    from .files import FileState, Replacement, replacing
+    """Replace a local file by its result, the original kept (``files.replace``)."""
+    from .files import FileState, Replacement, replace
+    from .session_files.in_use import writer_check
 
     assert document.path is not None and document.status is not None
-    writer = None
-    if document.guarded and not run.sessions.force:
-        writer = _writer_check(run.sessions.proc)
+    assert document.opened is not None
     how = Replacement(
         document.label,
         run.writing.snapshots,
         document.details(outcome.tokens_before),
         _sha256(document),
         run.writing.backup_suffix,
-        writer=writer,
+        writer=writer_check(run.sessions.proc) if document.guarded else None,
     )
     path = Path(document.path)
-    with replacing(path, FileState.of(document.status), how) as check:
-        chunks = document.result_chunks(subject, run.writing.pretty)
-        folder = atomic_write_chunks(path, chunks, sync_directory=sync, check=check)
-    return Written(str(folder), document.after_replace(path))
+    chunks = document.result_chunks(subject, run.writing.pretty)
+    replaced = replace(path, document.opened, FileState.of(document.status), chunks, how, sync)
+    notes = [note for note in (document.after_replace(path), replaced.note) if note]
+    return Written(replaced.folder, "; ".join(notes) or None, replaced.copied)
 
 
-def _writer_check(proc: str) -> Callable[[int, int], int | None]:
-    from .session_files.in_use import writer_of
-
-    return lambda device, inode: writer_of(device, inode, Path(proc))
+def _rewritten_by_us(snapshots: Snapshots | None, path: Path, status: os.stat_result) -> bool:
+    """Whether the file's last change was ctxpack's own rewrite, as its snapshot recorded it."""
+    if snapshots is None:
+        return False
+    last = snapshots.last_rewrite(path)
+    return last is not None and last.rewritten is not None and last.rewritten.is_now(status)
 
 
 def _sha256(document: Document) -> str | None:

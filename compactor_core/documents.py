@@ -13,6 +13,7 @@ agent's format at all: the session machinery is imported only for a file that ma
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -42,6 +43,7 @@ class _Read:
 
     path: str | None = None  # the real file, symbolic links resolved
     status: os.stat_result | None = None  # its status when it was opened
+    opened: int | None = None  # its descriptor, open while the document is: the inode read
     version: str = ""  # which version of the input it is (an object's ETag), if known
 
 
@@ -197,6 +199,7 @@ def open_document(source: Source, format_name: str = AUTO) -> Iterator[Document]
         document = _read(handle, source.label, format_name)
         if isinstance(source, LocalFile):
             document.path = handle.name
+            document.opened = handle.fileno()
             document.status = status = os.fstat(handle.fileno())
             document.version = file_version(status)
         elif isinstance(source, RemoteObject):
@@ -221,7 +224,14 @@ def _read(handle: BinaryIO, label: str, format_name: str) -> Document:
 
 
 def _is_an_array(handle: BinaryIO) -> bool:
-    """A JSON array of messages, told without reading its (possibly only, huge) line."""
-    start = handle.read(_SNIFF_BYTES).removeprefix(UTF8_BOM).lstrip()
-    handle.seek(0)
-    return start.startswith(b"[")
+    """A JSON array of messages, told without reading its (possibly only, huge) line.
+
+    A file's first bytes are read beside its buffer (``pread``): reading them through it, then
+    seeking back, makes the read of the whole file that follows copy it once more (40 ms of
+    55 MB)."""
+    try:
+        start = os.pread(handle.fileno(), _SNIFF_BYTES, 0)
+    except (AttributeError, OSError, io.UnsupportedOperation):  # in memory: no descriptor
+        start = handle.read(_SNIFF_BYTES)
+        handle.seek(0)
+    return start.removeprefix(UTF8_BOM).lstrip().startswith(b"[")

@@ -41,6 +41,7 @@ from .corpus_stats import Tally
 from .destinations import ToFile
 from .documents import open_document
 from .errors import ConfigError, CtxpackError, OutputError, WorkerDied
+from .orphans import die_with_parent
 from .outcome import Report
 from .process import Target, process
 from .providers.base import Summarizer
@@ -329,8 +330,11 @@ def _result(future: Any) -> Any:
         raise ClusterError(f"the cluster could not finish a task: {reason}") from None
 
 
-def _ignore_interrupts() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the batch, not each worker
+def _start_worker(parent: int) -> None:
+    """What each local worker process does first: Ctrl-C is the parent's to handle (it stops the
+    batch, not each worker), and the worker dies with its parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(parent)
 
 
 @contextmanager
@@ -339,7 +343,7 @@ def local_pool(workers: int, threads: bool = False) -> Iterator[Pool]:
     executor: Executor = (
         ThreadPoolExecutor(max(1, workers))
         if threads
-        else ProcessPoolExecutor(workers, initializer=_ignore_interrupts)
+        else ProcessPoolExecutor(workers, initializer=_start_worker, initargs=(os.getpid(),))
     )
     try:
         yield Pool(

@@ -8,6 +8,9 @@
     ├── ConfigError           unknown provider, missing API key, bad config file (exit 78)
     ├── UsageError            a value the user gave cannot be used (exit 2), e.g. a session id
     ├── SessionInUse          an agent's session file is in use by its agent: skipped (exit 75)
+    ├── Refused               not done, to keep the user's data safe (exit 77)
+    │   ├── UnsafeLocation    ... a snapshot folder others could change or plant files in
+    │   └── WouldDrop         ... a restore that would drop what was added after the run
     ├── WorkerDied            a batch worker process died before the file was done (exit 70)
     └── ProviderError         the summary provider failed (exit 69 under --strict)
         ├── RetryableProviderError   ... in a way worth retrying: timeout, 429, 5xx (exit 75)
@@ -66,6 +69,19 @@ class UsageError(CtxpackError):
 
 class SessionInUse(CtxpackError):
     """An agent is using the session file (changed within --min-idle, or open for writing)."""
+
+
+class Refused(CtxpackError):
+    """Not done, because doing it would put the user's data at risk."""
+
+
+class UnsafeLocation(Refused):
+    """A snapshot folder is not safe to use: a symbolic link, someone else's, or one that others
+    could write to (it or a folder above it). Nothing is written to it or read from it."""
+
+
+class WouldDrop(Refused):
+    """``restore`` would drop what was added to the file after ctxpack's run (``--force``)."""
 
 
 class ProviderError(CtxpackError):

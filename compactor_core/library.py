@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from . import defaults
 from .destinations import InPlace, ToFile
@@ -22,6 +23,8 @@ from .providers.base import Summarizer
 from .settings import Command, Job, RunSettings, SessionRules, Settings, Writing
 from .snapshots import DEFAULT_SESSION, Snapshots
 from .sources import LocalFile
+
+USER_STORE: Any = object()  # compact_file's default: the per-user store (locations.user_store)
 
 
 class CompactionWarning(UserWarning):
@@ -58,7 +61,7 @@ def compact_file(
     *,
     output: str | Path | None = None,
     provider: Summarizer | None = None,
-    snapshots: Snapshots | str | Path | None = defaults.SNAPSHOT_DIR,
+    snapshots: Snapshots | str | Path | None = USER_STORE,
     format: str = defaults.AUTO_FORMAT,
     pretty: bool = False,
     backup_suffix: str | None = None,
@@ -71,12 +74,21 @@ def compact_file(
     """Compact one file — a conversation of messages or an agent's session file (told from its
     content, or as ``format`` says) — in place, or into ``output``.
 
-    In place, the original is kept in ``snapshots`` (a folder, a URL, a store, or None for
-    nothing) and an agent's session file in use by its agent is refused (``SessionInUse``)
-    unless ``force``. Raises the input's error (``InputError``, ``OutputError``, …); returns the
-    report of what was done.
+    In place, the original is kept in ``snapshots``: a folder, a URL, a store, or None for
+    nothing; by default the per-user store ``~/.local/state/ctxpack`` of the account running
+    (``locations.user_store``: its home from the password database, since the library reads no
+    environment; to follow ``$XDG_STATE_HOME`` as the command line does, pass
+    ``snapshots=user_store(state_home)`` with its value). An agent's session file in use by its
+    agent is refused (``SessionInUse``): always while another process holds it open for writing,
+    and within ``min_idle`` seconds of a change that was not ctxpack's own unless ``force``.
+    Raises the input's error (``InputError``, ``OutputError``, …); returns the report of what was
+    done.
     """
     store = snapshots
+    if snapshots is USER_STORE:
+        from .locations import user_store
+
+        snapshots = user_store()
     if isinstance(snapshots, str | Path):
         from .storage import snapshot_store
 

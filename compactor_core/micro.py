@@ -52,10 +52,10 @@ def micro_compact(
     """A new list with old tool results as markers, and what was done; ``messages`` is untouched.
 
     Every tool-result turn but the newest ``settings.keep_recent`` is truncated (``<= 0``: every
-    turn), except results of ``settings.exclude_tools`` and results shorter than
-    ``settings.min_chars``. ``settings.compat`` follows the BareAgent reference (bareagent.py):
-    OpenAI ``tool`` messages stay whole. Only the messages that change are copied (with their
-    content lists and result blocks); the rest are shared, so this is cheap on huge conversations.
+    turn), except the results ``worth_a_marker`` leaves alone. ``settings.compat`` follows the
+    BareAgent reference (bareagent.py): OpenAI ``tool`` messages stay whole. Only the messages
+    that change are copied (with their content lists and result blocks); the rest are shared, so
+    this is cheap on huge conversations.
     """
     compat = settings.compat
     turns = (bareagent.tool_result_turns if compat else tool_result_turns)(messages)
@@ -102,12 +102,25 @@ def _truncate(
         for index in turn:
             compacted[index] = _copy_results(messages[index])
         for holder, tool, chars in results(compacted, turn, names):
-            if tool in settings.exclude_tools or chars < settings.min_chars:
+            if not worth_a_marker(tool, chars, settings):
                 continue
             holder["content"] = marker(tool, chars)
             truncated += 1
             removed += chars - len(holder["content"])
     return compacted, MicroResult(truncated, removed)
+
+
+def worth_a_marker(tool: str, chars: int, settings: Settings) -> bool:
+    """Whether an old result of ``chars`` code points from ``tool`` gets the marker (SPEC §2).
+
+    Not a result of an excluded tool, nor one shorter than ``min_chars``; and, but for the
+    BareAgent profile (which marks every result, as the reference does), never a result the
+    marker would not make shorter: ``[truncated: bash result, 2 chars]`` in place of ``ok``
+    would grow the conversation it is meant to shrink.
+    """
+    if tool in settings.exclude_tools or chars < settings.min_chars:
+        return False
+    return settings.compat or len(marker(tool, chars)) < chars
 
 
 def _copy_results(message: Message) -> Message:

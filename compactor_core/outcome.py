@@ -48,6 +48,7 @@ class Report:
     written: str | None = None  # the folder a file was written into (its fsync may wait)
     warning: str | None = None  # done, but something beside it went wrong (an agent's index)
     skipped: bool = False  # its output was already current (a re-run on object storage)
+    copied: str | None = None  # why its original was copied into the snapshots, not linked
 
     @classmethod
     def of(cls, label: str, outcome: Outcome, **details: object) -> Report:

@@ -71,7 +71,13 @@ def _process(
         if run.writing.dry_run:
             return Report.of(target.label, outcome)
         written = destination.write(document, subject, outcome, run, sync_directory)
-    return Report.of(target.label, outcome, written=written.folder, warning=written.warning)
+    return Report.of(
+        target.label,
+        outcome,
+        written=written.folder,
+        warning=written.warning,
+        copied=written.copied,
+    )
 
 
 def _with_version(source: Source) -> Source:

@@ -1,33 +1,22 @@
-"""Getting snapshots back: the one a user means, a file put back as it was, old ones pruned.
+"""Finding snapshots again: the one a user means, and the old ones to prune.
 
 Decisions (also in the README):
 - ``restore FILE`` takes the newest original of that file (the input of the last in-place run
-  that changed it); ``nth=2`` the one before, and so on. The file is replaced atomically and
-  byte for byte; its current version is kept first as a ``replaced`` snapshot, so a restore
-  loses nothing either (an agent may have appended to the file since it was compacted).
-- A file that is already as in the snapshot is left alone; a file that is gone is created again,
-  with the mode it had.
+  that changed it); ``nth=2`` the one before, and so on (``restoring`` puts it back).
 - Pruning keeps, per session and kind, the ``keep`` newest snapshots, and removes only snapshots
   older than ``older_than``; with both, a snapshot must fail both to go.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Literal
 
-from .atomic import atomic_write
-from .errors import InputUnreadable, UsageError
-from .files import FileState, Replacement, replacing
-from .snapshots import ORIGINAL, REPLACED, STAMP_FORMAT, Details, Snapshot, SnapshotStore
-from .sources import LocalFile
-
-Done = Literal["restored", "unchanged", "would restore"]
+from .errors import InputUnreadable, UnsafeLocation, UsageError
+from .snapshot_store import SnapshotStore
+from .snapshots import ORIGINAL, STAMP_FORMAT, Snapshot
 
 
 @dataclass(frozen=True)
@@ -55,21 +44,21 @@ def choose(candidates: Sequence[Snapshot], choice: Choice, what: str) -> Snapsho
     return kind[choice.nth - 1]
 
 
-def session_snapshots(store: SnapshotStore, session_id: str) -> list[Snapshot]:
-    """The snapshots of a session, newest first; a session with none is an error that names
-    the sessions meant (an in-place file's id is its name plus a hash of its path)."""
-    found = store.select(session_id)
+def session_snapshots(stores: Sequence[SnapshotStore], session_id: str) -> list[Snapshot]:
+    """The snapshots of a session in the stores, newest first; a session with none is an error
+    that names the sessions meant (an in-place file's id is its name plus a hash of its path)."""
+    found = search(stores, lambda store: store.select(session_id)).snapshots
     if found:
         return found
-    meant = sorted(
-        {s.session_id for s in store.select() if s.session_id.startswith(f"{session_id}-")}
-    )
+    every = search(stores, lambda store: store.select()).snapshots
+    meant = sorted({s.session_id for s in every if s.session_id.startswith(f"{session_id}-")})
     hint = (
         f"; did you mean {' or '.join(meant[:3])}? (or give the file: ctxpack restore FILE)"
         if meant
         else " (ctxpack restore --list shows them)"
     )
-    raise InputUnreadable(f"session {session_id!r}: no snapshot in {store.directory}{hint}")
+    where = " or ".join(str(store.directory) for store in stores)
+    raise InputUnreadable(f"session {session_id!r}: no snapshot in {where}{hint}")
 
 
 def _as_stamp(text: str) -> str:
@@ -90,40 +79,41 @@ def _as_stamp(text: str) -> str:
     return moment.strftime(STAMP_FORMAT)
 
 
-def snapshot_of_file(store: SnapshotStore, file: Path, choice: Choice) -> Snapshot:
-    """The snapshot of ``file`` that ``choice`` names (the newest original by default)."""
-    return choose(store.select(source=file), choice, str(file))
+@dataclass(frozen=True)
+class Found:
+    """Snapshots found in several stores, newest first, and why some store was not read."""
+
+    snapshots: list[Snapshot]
+    unusable: list[str]  # one line each: a folder of older versions that is not safe to use
 
 
-def restore_file(
-    store: SnapshotStore, file: Path, snapshot: Snapshot, dry_run: bool = False
-) -> Done:
-    """Put ``snapshot`` back at ``file``, atomically; keep the current version first."""
-    data = snapshot.read()  # checked against its hash: a damaged snapshot is never put back
-    label = str(file)
-    if not os.path.exists(file):  # gone (a dangling link: its target is gone)
-        if not dry_run:
-            mode = snapshot.mode if snapshot.mode is not None else 0o644
-            atomic_write(file, data, new_file_mode=mode)
-        return "would restore" if dry_run else "restored"
-    with LocalFile(file, label).open() as handle:
-        current = handle.read()
-        path, status = Path(handle.name), os.fstat(handle.fileno())
-    if current == data:
-        return "unchanged"
-    if dry_run:
-        return "would restore"
-    how = Replacement(
-        label,
-        store,
-        Details(snapshot.shape or "jsonl"),
-        hashlib.sha256(current).hexdigest(),
-        kind=REPLACED,
-        doing="restored",
-    )
-    with replacing(path, FileState.of(status), how) as check:
-        atomic_write(path, data, check=check)
-    return "restored"
+def search(
+    stores: Sequence[SnapshotStore], query: Callable[[SnapshotStore], list[Snapshot]]
+) -> Found:
+    """``query`` in each store, the results merged. The first store is the one in use: if it
+    is not safe, that is the error; a later one (an older version's ``.transcripts``) that is
+    not safe is skipped, and said so."""
+    found: list[Snapshot] = []
+    unusable: list[str] = []
+    for number, store in enumerate(stores):
+        try:
+            found.extend(query(store))
+        except UnsafeLocation as error:
+            if number == 0:
+                raise
+            unusable.append(str(error))
+    found.sort(key=lambda snapshot: (snapshot.stamp, snapshot.path.name), reverse=True)
+    return Found(found, unusable)
+
+
+def snapshot_of_file(found: Found, file: Path, choice: Choice, where: str) -> Snapshot:
+    """The snapshot of ``file`` that ``choice`` names (the newest original by default), among
+    the file's own snapshots ``found`` in the stores ``where`` names."""
+    if not found.snapshots:
+        raise InputUnreadable(
+            f"{file}: ctxpack never rewrote this file: no snapshot of it in {where}"
+        )
+    return choose(found.snapshots, choice, str(file))
 
 
 def to_prune(

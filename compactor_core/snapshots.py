@@ -1,57 +1,51 @@
-"""Snapshots: what ctxpack keeps of every input it changes (SPEC §5, issue 9).
+"""Snapshots: what ctxpack keeps of every input it changes (SPEC §5, issues 9, 21 and 22).
 
-The snapshot folder (``--snapshot-dir``, default ``.transcripts``) holds, per snapshot::
+A snapshot store (a local folder: ``snapshot_store.SnapshotStore``; a URL:
+``storage.ObjectSnapshotStore``) holds, per snapshot::
 
     {session_id}_{stamp}.{kind}.{ext}         the data
     {session_id}_{stamp}.{kind}.{ext}.meta    one JSON object saying what it is (``Snapshot``)
 
-- ``stamp`` is the local time, ``YYYY-MM-DDTHH-MM-SS-ffffff``. A name is claimed with ``link()``,
-  which fails if it exists: nothing is ever overwritten, and two processes in the same
+- ``stamp`` is the local time, ``YYYY-MM-DDTHH-MM-SS-ffffff``. A name is claimed with a hard
+  link, which fails if it exists: nothing is ever overwritten, and two processes in the same
   microsecond both succeed (the second takes the next microsecond).
-- ``kind`` is ``original`` (the input before compaction, byte for byte: BOM, formatting, envelope
-  keys, every record of an agent's session file), ``result`` (the compacted conversation, one
-  message per line) or ``replaced`` (a file as ``restore`` found it before putting an original
-  back, so that a restore loses nothing either).
+- ``kind`` is ``original`` (the input before compaction, byte for byte: BOM, formatting,
+  envelope keys, every record of an agent's session file), ``result`` (the compacted
+  conversation, one message per line) or ``replaced`` (a file as ``restore`` found it before
+  putting an original back, so that a restore loses nothing either).
 - ``ext`` is ``json`` for a JSON array or request envelope, ``jsonl`` for everything else.
-- An in-place file's original is the file itself: its inode is hard-linked here and then the
-  caller's atomic rename gives the path a new inode, so even hundreds of megabytes are kept
-  without a copy. Where linking fails (another filesystem, a filesystem without hard links, a
-  file of another user) the file is copied.
-- Files are 0600 (a linked original keeps the mode it had until the rename, then becomes 0600),
-  a new directory 0700: snapshots may hold secrets from tool output.
+- The ``.meta`` of a file's original (or replaced) snapshot also says what ctxpack left at the
+  file (``rewritten``: its size, hash, inode and mtime just after the rewrite): so a later run
+  knows the file's last change was ctxpack's own (not its agent's), and ``restore`` knows which
+  lines were added after the run.
 - ``{session_id}_{stamp}.jsonl`` without a kind is a snapshot of an earlier version (the messages
   only); it is listed with kind ``unknown``.
+
+This module holds the names and records, light enough for every run; the stores do the rest.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
-import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path, PurePath
 from typing import Any, Protocol
 
-import orjson
-
 from . import defaults
-from .atomic import _remove, atomic_write, fsync_directory, write_temp
-from .errors import InputError, InputUnreadable, OutputError, UsageError
-from .formats import Message, dumps
+from .errors import UsageError
+from .formats import Message
 
-DEFAULT_DIRECTORY = defaults.SNAPSHOT_DIR
 DEFAULT_SESSION = defaults.SESSION_ID
 ORIGINAL, RESULT, REPLACED, UNKNOWN = "original", "result", "replaced", "unknown"
 META_SUFFIX = ".meta"
-READ_CHUNK = 1 << 20
 _SESSION_ID = re.compile(r"[A-Za-z0-9._:@+-]{1,128}")
 _NOT_ALLOWED = re.compile(r"[^A-Za-z0-9._:@+-]")
-_FILE_NAME = re.compile(
+FILE_NAME = re.compile(
     r"(?P<session>.+)_(?P<stamp>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{6})"
     r"(?:\.(?P<kind>original|result|replaced))?\.(?P<ext>jsonl?)"
 )
@@ -93,6 +87,14 @@ def _session_id(stem: str, where: bytes) -> str:
     return f"{cleaned or DEFAULT_SESSION}-{digest}"
 
 
+def extension_of(shape: str) -> str:
+    return "json" if shape in ("array", "envelope") else "jsonl"
+
+
+def stamp_of(moment: datetime) -> str:
+    return moment.strftime(STAMP_FORMAT)
+
+
 @dataclass(frozen=True)
 class Details:
     """What the caller knows of a snapshot's conversation, for ``restore --list``."""
@@ -105,9 +107,61 @@ class Details:
 NO_DETAILS = Details()
 
 
+@dataclass(frozen=True)
+class Rewritten:
+    """What ctxpack left at a file when it rewrote it: its size and hash, and the inode and
+    modification time it had then (the file is ctxpack's own as long as they have not changed)."""
+
+    size: int
+    sha256: str
+    inode: int | None = None
+    mtime_ns: int | None = None
+
+    def is_now(self, status: os.stat_result) -> bool:
+        """Whether ``status`` (the file's now) is still exactly what ctxpack left."""
+        now = (status.st_size, status.st_ino, status.st_mtime_ns)
+        return now == (self.size, self.inode, self.mtime_ns)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "size": self.size,
+            "sha256": self.sha256,
+            "inode": self.inode,
+            "mtime_ns": self.mtime_ns,
+        }
+
+    @classmethod
+    def of(cls, value: Any) -> Rewritten | None:
+        if not isinstance(value, dict):
+            return None
+        size, sha256 = value.get("size"), value.get("sha256")
+        if not isinstance(size, int) or not isinstance(sha256, str):
+            return None
+        inode, mtime_ns = value.get("inode"), value.get("mtime_ns")
+        return cls(
+            size,
+            sha256,
+            inode if isinstance(inode, int) else None,
+            mtime_ns if isinstance(mtime_ns, int) else None,
+        )
+
+
+@dataclass
+class Kept:
+    """A file kept in a store while the caller replaces it (``Snapshots.keep_original``)."""
+
+    status: os.stat_result  # the file's, after it was kept (a new hard link changes the ctime)
+    path: PurePath  # the snapshot
+    linked: bool  # the snapshot is the file's own inode (a hard link), not a copy
+    copied: str | None = None  # why a local file was copied rather than linked, for the user
+    # set by the caller:
+    replaced: bool = False  # the file was renamed over: the snapshot stays whatever happens
+    rewritten: Rewritten | None = None  # what the file is now
+    moved: int = 0  # bytes that reached the old file late and were moved onto the new one
+
+
 class Snapshots(Protocol):
-    """Where ctxpack keeps what it changes: a local folder (``SnapshotStore``) or a URL
-    (``storage.ObjectSnapshotStore``). Every writer uses only these three methods."""
+    """Where ctxpack keeps what it changes: a local folder or a URL. Every writer uses these."""
 
     @property
     def location(self) -> str:
@@ -128,16 +182,26 @@ class Snapshots(Protocol):
         """Keep a compacted conversation, one message per line."""
 
     def keep_original(
-        self,
-        file: Path,
-        session_id: str,
-        details: Details = NO_DETAILS,
-        sha256: str | None = None,
-        kind: str = ORIGINAL,
-    ) -> AbstractContextManager[os.stat_result]:
-        """Keep ``file`` as it is now while the block replaces it by a rename; yield its
-        status after keeping it (a hard link changes its ctime). If the block raises, nothing
-        was replaced: the snapshot is removed again."""
+        self, file: Path, opened: int, size: int, how: Keeping
+    ) -> AbstractContextManager[Kept]:
+        """Keep the first ``size`` bytes of ``file`` (open as ``opened``, the very inode that
+        was read) while the block replaces the file by a rename, which it marks in the ``Kept``
+        it is given. If the block raises before that, the snapshot is removed again."""
+
+    def last_rewrite(self, file: Path) -> Snapshot | None:
+        """The newest snapshot that says what ctxpack left at ``file`` (``rewritten``)."""
+
+
+@dataclass(frozen=True)
+class Keeping:
+    """What a kept file's snapshot says of it."""
+
+    session_id: str
+    details: Details = NO_DETAILS
+    sha256: str | None = None  # of the bytes read, when the caller knows it
+    kind: str = ORIGINAL
+    rewritten: Rewritten | None = None  # what the file is to become (completed after the rename)
+    own_links: int = 0  # hard links to the file ctxpack made itself (a backup), not the user's
 
 
 @dataclass(frozen=True)
@@ -153,9 +217,14 @@ class Snapshot:
     size: int | None = None
     sha256: str | None = None
     mode: int | None = None  # the permission bits of the source file
+    uid: int | None = None  # its owner and group
+    gid: int | None = None
     messages: int | None = None
     tokens: int | None = None
     shape: str | None = None
+    rewritten: Rewritten | None = None
+    trusted: bool = False  # its .meta is the user's own regular file, with a size and hash
+    reader: Any = field(default=None, compare=False, repr=False)  # the store that reads it
 
     @property
     def moment(self) -> datetime:
@@ -177,274 +246,61 @@ class Snapshot:
 
     def read(self) -> bytes:
         """The data, checked against the size and hash it was saved with."""
-        try:
-            data = self.path.read_bytes()
-        except OSError as error:
-            raise InputUnreadable(f"{self.path}: cannot read: {error.strerror}") from None
-        if self.sha256 is not None and hashlib.sha256(data).hexdigest() != self.sha256:
-            raise InputError(f"{self.path}: snapshot changed since it was taken, not used")
-        return data
+        return self.reader.read(self)
+
+    def chunks(self) -> Iterator[bytes]:
+        """The data a block at a time, checked as it is read (the last block raises if the
+        hash does not match)."""
+        return self.reader.chunks(self)
 
 
-@dataclass(frozen=True)
-class SnapshotStore:
-    """Snapshots in one directory; ``clock`` gives the local time for new names."""
-
-    directory: Path
-    clock: Callable[[], datetime] = datetime.now
-
-    @property
-    def location(self) -> str:
-        return str(self.directory)
-
-    # --- saving ----------------------------------------------------------------------------------
-
-    def save_original(
-        self, session_id: str, data: bytes, details: Details, source: Path | None = None
-    ) -> Path:
-        """Keep an input exactly as it was read (standard input, or a file not changed in place)."""
-        return self._save(session_id, ORIGINAL, [data], details, source)
-
-    def save_result(
-        self,
-        session_id: str,
-        messages: list[Message],
-        details: Details = NO_DETAILS,
-        source: Path | None = None,
-    ) -> Path:
-        """Keep a compacted conversation, one message per line."""
-        lines = (dumps(message) + b"\n" for message in messages)
-        details = Details("jsonl", len(messages), details.tokens)
-        return self._save(session_id, RESULT, lines, details, source)
-
-    @contextlib.contextmanager
-    def keep_original(
-        self,
-        file: Path,
-        session_id: str,
-        details: Details = NO_DETAILS,
-        sha256: str | None = None,
-        kind: str = ORIGINAL,
-    ) -> Iterator[os.stat_result]:
-        """Keep ``file`` as it is now while the block replaces it; yield its status after.
-
-        The block must replace the file by a rename (``atomic_write``): the snapshot is a hard
-        link to the file's inode where the filesystem allows it, and writing into the file
-        itself would change the snapshot too. Linking changes the file's ctime, so the status
-        yielded (taken after the link) is what a check for concurrent writers compares with.
-        If the block raises, nothing was replaced: the snapshot is removed again.
-        """
-        check_session_id(session_id)
-        self._make_directory()
-        try:
-            path = self._link_or_copy(Path(file), session_id, kind, details)
-        except OSError as error:
-            raise self._cannot_write(error) from None
-        try:
-            try:
-                status = os.stat(file)  # after the link, which changed its ctime
-            except OSError as error:
-                raise InputUnreadable(f"{file}: cannot read: {error.strerror}") from None
-            self._write_meta(path, session_id, kind, details, file, status.st_mode, sha256)
-            yield status
-        except BaseException:
-            self.remove(path)
-            raise
-        with contextlib.suppress(OSError):  # the old inode is the snapshot's alone now
-            os.chmod(path, 0o600)
-
-    def _save(
-        self,
-        session_id: str,
-        kind: str,
-        chunks: Iterable[bytes],
-        details: Details,
-        source: Path | None = None,
-    ) -> Path:
-        check_session_id(session_id)
-        self._make_directory()
-        digest = hashlib.sha256()
-        hashed = (_hashing(chunk, digest) for chunk in chunks)
-        temp = write_temp(self.directory, session_id, hashed, 0o600, self._label)
-        try:
-            path = self._claim(temp, session_id, kind, details.shape)
-        except OSError as error:
-            raise self._cannot_write(error) from None
-        finally:
-            _remove(temp)
-        try:
-            self._write_meta(path, session_id, kind, details, source, None, digest.hexdigest())
-        except BaseException:
-            self.remove(path)
-            raise
-        return path
-
-    def _make_directory(self) -> None:
-        try:
-            if not self.directory.is_dir():
-                self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as error:
-            raise self._cannot_write(error) from None
-
-    @property
-    def _label(self) -> str:
-        return f"{self.directory}: snapshot"
-
-    def _cannot_write(self, error: OSError) -> OutputError:
-        return OutputError(f"{self._label}: cannot write: {error.strerror or error}")
-
-    def _link_or_copy(self, file: Path, session_id: str, kind: str, details: Details) -> Path:
-        real = Path(os.path.realpath(file))
-        if stat.S_ISREG(os.stat(real).st_mode):
-            try:
-                path = self._claim(real, session_id, kind, details.shape)
-            except OSError:  # another filesystem, no hard links, someone else's file: copy
-                pass
-            else:
-                _fsync_file(path)  # the agent that wrote it may never have
-                return path
-        temp = write_temp(self.directory, session_id, _chunks_of(real), 0o600, self._label)
-        try:
-            return self._claim(temp, session_id, kind, details.shape)
-        finally:
-            _remove(temp)
-
-    def _claim(self, data: Path, session_id: str, kind: str, shape: str) -> Path:
-        """Link ``data`` under the first free name from the current moment on."""
-        extension = "json" if shape in ("array", "envelope") else "jsonl"
-        moment = self.clock()
-        while True:
-            name = f"{session_id}_{moment.strftime(STAMP_FORMAT)}.{kind}.{extension}"
-            try:
-                os.link(data, self.directory / name)
-            except FileExistsError:
-                moment += timedelta(microseconds=1)
-                continue
-            return self.directory / name
-
-    def _write_meta(
-        self,
-        path: Path,
-        session_id: str,
-        kind: str,
-        details: Details,
-        source: Path | None,
-        mode: int | None,
-        sha256: str | None,
-    ) -> None:
-        """Write the ``.meta`` file, then make both names durable."""
-        try:
-            size = os.stat(path).st_size
-        except OSError as error:
-            raise self._cannot_write(error) from None
-        stamp = _FILE_NAME.fullmatch(path.name)["stamp"]  # type: ignore[index]
-        meta = {
-            "session": session_id,
-            "kind": kind,
-            "time": datetime.strptime(stamp, STAMP_FORMAT).astimezone().isoformat(),
-            "source": os.path.realpath(source) if source is not None else None,
-            "size": size,
-            "sha256": sha256 or _sha256_of(path),
-            "mode": stat.S_IMODE(mode) if mode is not None else None,
-            "messages": details.messages,
-            "tokens": details.tokens,
-            "shape": details.shape,
-        }
-        meta_path = path.with_name(path.name + META_SUFFIX)
-        atomic_write(meta_path, dumps(meta) + b"\n", 0o600, sync_directory=False)
-        fsync_directory(self.directory)
-
-    # --- finding ---------------------------------------------------------------------------------
-
-    def snapshots(self, session_id: str | None = None) -> list[Snapshot]:
-        """Every snapshot in the directory (of one session), newest first."""
-        try:
-            names = os.listdir(self.directory)
-        except FileNotFoundError:
-            return []
-        except OSError as error:
-            raise InputUnreadable(f"{self.directory}: {error.strerror}") from None
-        found = [
-            self._snapshot(match)
-            for match in map(_FILE_NAME.fullmatch, names)
-            if match and (session_id is None or match["session"] == session_id)
-        ]
-        return sorted(
-            found, key=lambda snapshot: (snapshot.stamp, snapshot.path.name), reverse=True
-        )
-
-    def _snapshot(self, match: re.Match[str]) -> Snapshot:
-        path = self.directory / match.string
-        meta = _read_meta(path.with_name(match.string + META_SUFFIX))
-        return Snapshot(
-            path,
-            match["session"],
-            match["stamp"],
-            match["kind"] or UNKNOWN,
-            **{key: meta.get(key) for key in _META_FIELDS},
-        )
-
-    def select(
-        self, session_id: str | None = None, kind: str | None = None, source: Path | None = None
-    ) -> list[Snapshot]:
-        """The snapshots of a session, of a kind, of a source file; newest first."""
-        if session_id is not None:
-            check_session_id(session_id)
-        real = None
-        if source is not None:  # its snapshots are all under its own session id
-            real = os.path.realpath(source)
-            session_id = session_id or session_id_for_file(source)
-        return [
-            snapshot
-            for snapshot in self.snapshots(session_id)
-            if (kind is None or snapshot.kind == kind) and (real is None or snapshot.source == real)
-        ]
-
-    def remove(self, snapshot: Snapshot | Path) -> None:
-        path = snapshot.path if isinstance(snapshot, Snapshot) else snapshot
-        for name in (path, path.with_name(path.name + META_SUFFIX)):
-            try:
-                _remove(name)
-            except OSError as error:
-                raise OutputError(f"{name}: cannot remove: {error.strerror}") from None
+META_FIELDS = ("source", "time", "size", "sha256", "mode", "uid", "gid", "messages", "tokens")
 
 
-_META_FIELDS = ("source", "time", "size", "sha256", "mode", "messages", "tokens", "shape")
+def meta_record(
+    session_id: str,
+    kind: str,
+    stamp: str,
+    details: Details,
+    source: Path | None,
+    status: os.stat_result | None,
+    size: int,
+    sha256: str,
+    rewritten: Rewritten | None = None,
+) -> dict[str, Any]:
+    """The ``.meta`` object of a snapshot; ``status``: of the source file, when there is one."""
+    return {
+        "session": session_id,
+        "kind": kind,
+        "time": datetime.strptime(stamp, STAMP_FORMAT).astimezone().isoformat(),
+        "source": os.path.realpath(source) if source is not None else None,
+        "size": size,
+        "sha256": sha256,
+        "mode": (status.st_mode & 0o7777) if status is not None else None,
+        "uid": status.st_uid if status is not None else None,
+        "gid": status.st_gid if status is not None else None,
+        "messages": details.messages,
+        "tokens": details.tokens,
+        "shape": details.shape,
+        "rewritten": rewritten.as_dict() if rewritten is not None else None,
+    }
 
 
-def _read_meta(path: Path) -> dict[str, Any]:
-    """A snapshot's metadata; empty if it is missing or unreadable (the data still counts)."""
-    try:
-        meta = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return meta if isinstance(meta, dict) else {}
-
-
-def _hashing(chunk: bytes, digest: Any) -> bytes:
-    digest.update(chunk)
-    return chunk
-
-
-def _chunks_of(path: Path) -> Iterator[bytes]:
-    try:
-        with open(path, "rb") as handle:
-            while chunk := handle.read(READ_CHUNK):
-                yield chunk
-    except OSError as error:
-        raise InputUnreadable(f"{path}: cannot read: {error.strerror}") from None
-
-
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    for chunk in _chunks_of(path):
-        digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def snapshot_of(
+    path: Path, match: re.Match[str], meta: dict[str, Any] | None, reader: Any
+) -> Snapshot:
+    """The snapshot named ``match`` at ``path``, as its ``.meta`` (None: none usable) says."""
+    meta = meta or {}
+    values = {key: meta.get(key) for key in META_FIELDS}
+    trusted = isinstance(values["size"], int) and isinstance(values["sha256"], str)
+    return Snapshot(
+        path,
+        match["session"],
+        match["stamp"],
+        match["kind"] or UNKNOWN,
+        shape=meta.get("shape"),
+        rewritten=Rewritten.of(meta.get("rewritten")),
+        trusted=trusted,
+        reader=reader,
+        **values,
+    )

@@ -28,6 +28,7 @@ from typing import Any
 from .atomic import atomic_write
 from .errors import ConfigError, CtxpackError, InputUnreadable, IsADirectory, OutputError
 from .formats import Message, dumps
+from .snapshot_store import SnapshotStore
 from .snapshots import (
     META_SUFFIX,
     NO_DETAILS,
@@ -35,7 +36,9 @@ from .snapshots import (
     RESULT,
     STAMP_FORMAT,
     Details,
-    SnapshotStore,
+    Keeping,
+    Kept,
+    Snapshot,
     check_session_id,
 )
 from .urls import is_url, join
@@ -267,23 +270,24 @@ class ObjectSnapshotStore:
         return self._save(session_id, RESULT, data, details, source)
 
     @contextmanager
-    def keep_original(
-        self,
-        file: Path,
-        session_id: str,
-        details: Details = NO_DETAILS,
-        sha256: str | None = None,
-        kind: str = ORIGINAL,
-    ) -> Iterator[os.stat_result]:
-        with translated(str(file)), open(file, "rb") as handle:
-            data = handle.read()
-        name = self._save(session_id, kind, data, details, file)
+    def keep_original(self, file: Path, opened: int, size: int, how: Keeping) -> Iterator[Kept]:
+        """A copy of the first ``size`` bytes of the open file (an object is never a link)."""
+        with translated(str(file)):
+            data = os.pread(opened, size, 0)
+        name = self._save(how.session_id, how.kind, data, how.details, file)
+        kept = Kept(os.stat(file), name, linked=False)
         try:
-            yield os.stat(file)
+            yield kept
         except BaseException:
-            remove(str(name))
-            remove(str(name) + META_SUFFIX)
+            if not kept.replaced:
+                remove(str(name))
+                remove(str(name) + META_SUFFIX)
             raise
+
+    def last_rewrite(self, file: Path) -> Snapshot | None:
+        """Not recorded at URLs: a file rewritten with its snapshot kept there is in use for
+        ``--min-idle`` like any other recent change."""
+        return None
 
     def _save(
         self, session_id: str, kind: str, data: bytes, details: Details, source: Path | None

@@ -52,6 +52,7 @@ LONGEST_FIRST = (
     "test_agents_resume_gemini.py",
     "test_agents_resume_pi.py",
     "test_cli_batch.py",
+    "test_live_agent.py",  # 85 races of a writer and ctxpack, real processes
     "test_unix.py",
     "test_agents_resume_codex.py",
     "test_serve.py",  # a ctxpack serve process per test, 50 streams at once, a 100 MB body
@@ -80,8 +81,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """No test sees the user's keys or settings, or writes into the repository or the home dir.
 
-    The working directory is an empty ``tmp_path/work`` (so the default ``.transcripts`` lands
-    there), HOME is ``tmp_path/home``, and snapshots go to ``tmp_path/transcripts``.
+    The working directory is an empty ``tmp_path/work``, HOME is ``tmp_path/home`` (its state
+    folder the default snapshot store's), and snapshots go to ``tmp_path/transcripts``.
     """
     for name in list(os.environ):
         if name.startswith(_PRIVATE_PREFIXES):
@@ -92,6 +93,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     work.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
     monkeypatch.setenv("CTXPACK_TRANSCRIPT_DIR", str(tmp_path / "transcripts"))
     monkeypatch.chdir(work)
     return work

@@ -206,3 +206,22 @@ def session_result(
     subject = SessionSubject(handle, index, job.settings, around or Surroundings())
     outcome = decide(job, subject, provider)
     return b"".join(session_chunks(handle, index, subject.rewrite())), outcome, index
+
+
+def still_running(processes: list[Any], timeout: float) -> list[Any]:
+    """Those of ``processes`` (psutil's) still at work after ``timeout`` seconds; a zombie
+    (dead, not yet reaped by whoever adopted it) does nothing and counts as gone."""
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = []
+        for process in processes:
+            try:
+                if process.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(process)
+            except psutil.NoSuchProcess:
+                pass
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.01)

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from strategies_claude_code import claude_code_sessions
 
 from compactor_core.estimate import estimate
+from compactor_core.micro import marker
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.session_files import registry
 from compactor_core.session_files.check import problems
@@ -92,10 +93,10 @@ def test_the_view_estimate_is_the_estimate_of_the_view(path: Path) -> None:
 @pytest.mark.parametrize("path", SESSIONS, ids=lambda path: path.stem)
 def test_micro_changes_only_old_tool_results(path: Path) -> None:
     data = path.read_bytes()
-    after = micro(data)
+    after = micro(data, keep=1)
     assert after != data
     assert_only_results_shrank(data, after)
-    assert micro(after) == after  # idempotent
+    assert micro(after, keep=1) == after  # idempotent
     assert problems(session_of(after)) == []
     assert data.endswith(b"\n") == after.endswith(b"\n")
 
@@ -109,7 +110,11 @@ def test_micro_keeps_the_newest_three_tool_result_turns_of_the_view_whole() -> N
             assert not any(result.is_marker for result in after.infos[index].results)
     for message in turns[:-3]:
         for index in message.records:
-            assert all(result.is_marker for result in after.infos[index].results)
+            pairs = zip(before.infos[index].results, after.infos[index].results, strict=True)
+            for was, now in pairs:
+                # a result its marker would not shorten stays (issue 21.6)
+                tool = before.tool(was.call_id, "unknown")
+                assert now.is_marker == (len(marker(tool, was.chars)) < was.chars)
     assert after.tokens < before.tokens
 
 
@@ -187,3 +192,20 @@ def test_auto_is_micro_below_the_threshold_and_appends_a_summary_above_it() -> N
     shrunk = micro(data)
     assert big.startswith(shrunk if shrunk.endswith(b"\n") else shrunk + b"\n")  # then appended
     assert session_of(big).tokens < 5000
+
+
+def test_with_fewer_result_turns_than_keep_recent_every_one_stays_whole() -> None:
+    """The session's two tool-result turns are both among the newest three: the plan kept only
+    the last one (``turns[len(turns) - keep:]`` with a negative start) and truncated the other."""
+    data = (TESTS / "fixtures" / "claude_code" / "session.jsonl").read_bytes()
+    assert (
+        sum(
+            1
+            for m in session_of(data).view
+            if any(session_of(data).infos.has_results(i) for i in m.records)
+        )
+        == 2
+    )
+    assert micro(data, keep=3) == data
+    assert micro(data, keep=2) == data
+    assert micro(data, keep=1) != data

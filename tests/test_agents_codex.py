@@ -376,3 +376,30 @@ def test_session_files_name_the_session_and_its_folder(tmp_path: Path) -> None:
     assert found[name].project == records(fixture("tools.jsonl"))[0]["payload"]["cwd"]
     assert found["rollout-2026-12-02T18-00-00-abc.jsonl"].session_id == "abc"
     assert list(Codex().session_files(tmp_path / "nothing")) == []
+
+
+def test_codex_own_encrypted_compaction_is_in_the_view_and_kept_by_full() -> None:
+    """Issue 21.4: a remote compaction's ``compaction`` item (the model's encrypted summary of
+    what came before) was not in the view, and full wrote a history without it."""
+    earlier = {"type": "compaction", "encrypted_content": "gAAAAB" + "x" * 4000}
+    rollout = big_rollout(2)
+    rollout.compacted([user_item("Request 0: build and test the project."), earlier], message="")
+    for turn in range(4):
+        rollout.user(f"Request {turn + 2}: build and test the project, then report.")
+        rollout.tools([f"turn {turn}: compiled ok\n" * 40])
+        rollout.message("assistant", f"Turn {turn}: everything passed. " * 20)
+    data = rollout.data()
+    view = view_messages(data)
+    assert {
+        "role": "system",
+        "content": [{"type": "text", "text": earlier["encrypted_content"]}],
+    } in view
+    result = run(data, FULL)
+    assert result.outcome.full == "compacted"
+    history = records(result.data)[-2]["payload"]["replacement_history"]
+    assert history[0] == earlier  # the very item, before ctxpack's summary
+    assert history[1]["content"][0]["text"].startswith(CODEX_SUMMARY_INTRO)
+    assert check.problems(result.after) == []
+    again = run(result.data, FULL)  # a second summary keeps it too (not ctxpack's first one)
+    history = records(again.data)[-2]["payload"]["replacement_history"]
+    assert history[0] == earlier and len(history) == 2

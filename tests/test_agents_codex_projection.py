@@ -19,7 +19,8 @@ from agents.server import ModelServer
 from agents.sessions import Session, Workload, make_codex_session
 from codex_rollouts import records, run
 
-from compactor_core.agents.codex import Codex, forget_projection
+from compactor_core.agents.codex import Codex
+from compactor_core.session_files.agent_indexes import forget_projection
 from compactor_core.settings import Job
 
 
@@ -88,11 +89,13 @@ def test_after_the_reset_codex_projects_the_whole_thread_again(
 def test_outside_a_codex_home_nothing_is_touched(tmp_path: Path) -> None:
     loose = tmp_path / "rollout.jsonl"
     loose.write_bytes(b'{"timestamp":"t","type":"session_meta","payload":{"id":"x"}}\n')
-    assert forget_projection(loose) is None
+    assert forget_projection(loose, "x") is None
     day = tmp_path / "codex" / "sessions" / "2026" / "12" / "02"
     day.mkdir(parents=True)
     (day / "rollout-x.jsonl").write_bytes(loose.read_bytes())
-    assert forget_projection(day / "rollout-x.jsonl") is None  # no database there: nothing to do
+    assert (
+        forget_projection(day / "rollout-x.jsonl", "x") is None
+    )  # no database there: nothing to do
 
 
 def test_a_locked_database_gives_a_warning_not_a_failure(tmp_path: Path) -> None:
@@ -101,5 +104,5 @@ def test_a_locked_database_gives_a_warning_not_a_failure(tmp_path: Path) -> None
     rollout = day / "rollout-2026-12-02T00-00-00-x.jsonl"
     rollout.write_bytes(b'{"timestamp":"t","type":"session_meta","payload":{"id":"x"}}\n')
     (tmp_path / "codex" / "thread_history_1.sqlite").write_bytes(b"not a database at all" * 100)
-    warning = forget_projection(rollout)
+    warning = forget_projection(rollout, "x")
     assert warning is not None and "thread_history_1.sqlite" in warning and "\n" not in warning

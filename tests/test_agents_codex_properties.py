@@ -206,7 +206,7 @@ def test_unknown_record_types_come_back_byte_for_byte() -> None:
 
 def test_an_empty_rollout_and_one_with_only_its_session_meta() -> None:
     empty = index(b"")
-    assert empty.view == [] and empty.tokens == 0 and check.problems(empty) == []
+    assert len(empty.view) == 0 and empty.tokens == 0 and check.problems(empty) == []
     assert run(b"", MICRO).data == b""
     meta_only = Rollout().data()
     assert run(meta_only, MICRO).data == meta_only

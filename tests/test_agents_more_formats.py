@@ -204,7 +204,7 @@ def test_sessions_finds_each_agents_sessions_under_its_own_home(tmp_path: Path) 
     assert set(rows) == set(HOMES)
     for agent, (_, relative) in HOMES.items():
         assert rows[agent]["path"] == str(tmp_path / agent / relative)
-        assert rows[agent]["tokens"] > 0 and rows[agent]["in_use"] is None
+        assert rows[agent]["tokens"] > 0 and rows[agent]["in_use"] is False
     copilot = rows["copilot"]
     assert copilot["id"] == "c1774c1c-e64a-4454-b00d-528f456ff7e8"
     only = invoke("sessions", "--json", "--agent", "pi", env=env)

@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
-from compactor_core import atomic, engines, targets
+from compactor_core import atomic, engines, files, targets
 from compactor_core import process as process_module
-from compactor_core.atomic import TEMP_SUFFIX, atomic_write, remove_stale_temp_files
+from compactor_core.atomic import TEMP_SUFFIX, remove_stale_temp_files
 from compactor_core.destinations import InPlace
 from compactor_core.engines import Engine, local_chunks, run_all
 from compactor_core.errors import InputError, InputUnreadable, OutputError
-from compactor_core.files import FileState, Replacement, replacing
+from compactor_core.files import FileState, Replacement, replace
 from compactor_core.formats import dump, parse
 from compactor_core.outcome import Report
 from compactor_core.pipeline import Context, run
@@ -38,7 +38,8 @@ from compactor_core.providers.base import SummaryRequest
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.providers.registry import ProviderSettings
 from compactor_core.settings import Job, RunSettings, Settings, Writing
-from compactor_core.snapshots import SnapshotStore, session_id_for_file
+from compactor_core.snapshot_store import SnapshotStore
+from compactor_core.snapshots import session_id_for_file
 from compactor_core.sources import LocalFile
 from compactor_core.targets import DEFAULT_GLOBS, Listing, clean_up_after_killed_runs
 
@@ -609,18 +610,19 @@ def test_a_change_while_the_new_version_is_written_is_caught_at_the_last_moment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = write_session(tmp_path / "a.json")
-    real_write_temp = atomic.write_temp
+    real_write = atomic.NewFile.write.__func__  # type: ignore[attr-defined]
 
-    def write_temp_meanwhile_someone_writes(*args: Any) -> Path:
-        temp = real_write_temp(*args)
+    def write_meanwhile_someone_writes(cls: type, *args: Any) -> atomic.NewFile:
+        new = real_write(cls, *args)
         change_file(path, keep_size_and_mtime=True)
-        return temp
+        return new
 
-    monkeypatch.setattr(atomic, "write_temp", write_temp_meanwhile_someone_writes)
+    monkeypatch.setattr(atomic.NewFile, "write", classmethod(write_meanwhile_someone_writes))
     reports = do([local(path, "a.json")], in_place(tmp_path / "snaps"))
     assert "changed while it was being compacted" in str(reports["a.json"].error)
     assert b"Step X." in path.read_bytes()  # the other writer's version
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "home", "snaps", "work"]
+    # caught before the original was kept: no snapshot, no folder made for one
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "home", "work"]
 
 
 def test_a_file_replaced_by_another_after_it_was_read_is_left_alone(tmp_path: Path) -> None:
@@ -630,23 +632,19 @@ def test_a_file_replaced_by_another_after_it_was_read_is_left_alone(tmp_path: Pa
     other = path.with_name("other")
     other.write_bytes(data)
     os.utime(other, ns=(status.st_atime_ns, status.st_mtime_ns))
-    os.replace(other, path)  # same bytes, size and mtime; a different file
-    with (
-        pytest.raises(OutputError, match="changed while"),
-        replacing(path, read, Replacement("a.json")) as check,
-    ):
-        atomic_write(path, data, check=check)
+    with path.open("rb") as opened:
+        os.replace(other, path)  # same bytes, size and mtime; a different file
+        with pytest.raises(OutputError, match="changed while"):
+            replace(path, opened.fileno(), read, [data], Replacement("a.json"))
 
 
 def test_a_file_deleted_after_it_was_read_is_not_recreated(tmp_path: Path) -> None:
     path = write_session(tmp_path / "a.json")
     data, read = path.read_bytes(), FileState.of(path.stat())
-    path.unlink()
-    with (
-        pytest.raises(OutputError, match="changed while"),
-        replacing(path, read, Replacement("a.json")) as check,
-    ):
-        atomic_write(path, data, check=check)
+    with path.open("rb") as opened:
+        path.unlink()
+        with pytest.raises(OutputError, match="changed while"):
+            replace(path, opened.fileno(), read, [data], Replacement("a.json"))
     assert not path.exists()
 
 
@@ -667,6 +665,7 @@ def record_folder_syncs(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
         real_sync(directory)
 
     monkeypatch.setattr(atomic, "fsync_directory", sync)
+    monkeypatch.setattr(files, "fsync_directory", sync)
     monkeypatch.setattr(engines, "fsync_directory", sync)
     return synced
 

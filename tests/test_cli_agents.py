@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import CORPUS, run, wait_until_open
+from helpers import CORPUS, TESTS, run, wait_until_open
 
 KIMI = CORPUS / "originals" / "cc_kimi_516b7270__full.jsonl"
 OLD = time.time() - 3600
@@ -136,13 +136,16 @@ def test_recursive_dry_run_json(tmp_path: Path) -> None:
     assert first.read_bytes() == original
 
 
+OLD_ID, NEW_ID = "516b7270-b0ab-4d34-9e4d-1f05c9ccd20a", "1284c080-f9cd-45f8-9942-ff58f5c517e5"
+
+
 def test_sessions_lists_newest_first_over_a_threshold(tmp_path: Path) -> None:
     home = tmp_path / "claude"
     project = home / "projects" / "-p"
     project.mkdir(parents=True)
-    session_copy(project, name="old.jsonl")
+    session_copy(project, name=f"{OLD_ID}.jsonl")
     newer = session_copy(
-        project, CORPUS / "originals" / "cc_entire_1284c080__full.jsonl", "new.jsonl"
+        project, CORPUS / "originals" / "cc_entire_1284c080__full.jsonl", f"{NEW_ID}.jsonl"
     )
     os.utime(newer, (OLD + 60, OLD + 60))
     env = {"CLAUDE_CONFIG_DIR": str(home), "CODEX_HOME": str(tmp_path / "none")}
@@ -151,12 +154,13 @@ def test_sessions_lists_newest_first_over_a_threshold(tmp_path: Path) -> None:
     )
     assert listed.returncode == 0, listed.stderr
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
-    assert [row["id"] for row in rows] == ["new", "old"]
-    assert all(row["agent"] == "claude" and row["in_use"] is None for row in rows)
+    assert [row["id"] for row in rows] == [NEW_ID, OLD_ID]
+    assert all(row["agent"] == "claude" for row in rows)
+    assert all(row["in_use"] is False and row["in_use_reason"] is None for row in rows)
     over = subprocess.run(
         [*_ctxpack(), "sessions", "--over", "35000"], capture_output=True, env={**os.environ, **env}
     )
-    assert b"new" in over.stdout and b"old.jsonl" not in over.stdout
+    assert NEW_ID.encode() in over.stdout and OLD_ID.encode() not in over.stdout
 
 
 def _ctxpack() -> list[str]:
@@ -234,3 +238,259 @@ def test_a_session_read_as_another_format_is_not_damaged(tmp_path: Path, forced:
     assert run("check", "--format", fmt, other).returncode in (0, 1)
     if forced == "codex":  # nothing of it is a Codex record: nothing changes
         assert path.read_bytes() == original
+
+
+def claude_records(results: list[str]) -> list[dict]:
+    """A small Claude Code session: one Bash call and its result per entry of ``results``."""
+    records: list[dict] = []
+    parent = None
+    for number, output in enumerate(results):
+        call = f"toolu_{number}"
+        use = {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": "ls"}}
+        result = {"type": "tool_result", "tool_use_id": call, "content": output}
+        for kind, content in (("assistant", [use]), ("user", [result])):
+            uuid = f"00000000-0000-0000-0000-{len(records):012d}"
+            message = {"role": kind, "content": content}
+            if kind == "assistant":
+                message["id"] = f"msg_{number}"
+            records.append(
+                {
+                    "parentUuid": parent,
+                    "isSidechain": False,
+                    "type": kind,
+                    "message": message,
+                    "uuid": uuid,
+                    "sessionId": "s",
+                    "timestamp": f"2026-12-01T10:00:{len(records):02d}.000Z",
+                }
+            )
+            parent = uuid
+    return records
+
+
+def test_a_marker_never_replaces_a_shorter_result_of_a_session_file(tmp_path: Path) -> None:
+    """Issue 21.6: with --min-chars 0, "ok" became a 34-character marker and the file grew."""
+    path = tmp_path / "s.jsonl"
+    lines = [json.dumps(record) for record in claude_records(["ok", "x" * 500, "new"])]
+    path.write_text("\n".join(lines) + "\n")
+    os.utime(path, (OLD, OLD))
+    done = micro(path, "--keep-recent", "1", "--min-chars", "0", "--stats")
+    assert done.returncode == 0, done.stderr
+    assert b": 1 tool results truncated, tokens " in done.stderr
+    after = path.read_text().splitlines()
+    assert after[1] == lines[1]  # "ok" stays, byte for byte
+    assert "[truncated: Bash result, 500 chars]" in after[3]
+    stats = done.stderr.splitlines()[0]
+    before, now = (int(n) for n in stats.split(b"tokens ")[1].split(b" -> "))
+    assert now < before
+
+
+def test_a_marker_never_replaces_a_shorter_result_of_a_conversation(tmp_path: Path) -> None:
+    """Issue 21.6: a 2-character result became a marker: tokens 49 -> 75."""
+    conversation = [
+        {"role": "user", "content": "list"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "bash"}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]},
+    ]
+    data = json.dumps(conversation).encode()
+    done = run("micro", "--keep-recent", "0", "--min-chars", "0", "--stats", stdin=data)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == conversation
+    tokens = done.stderr.split(b"tokens ")[1].split(b" -> ")
+    assert b": 0 tool results truncated" in done.stderr and tokens[0] == tokens[1].strip()
+
+
+def chain(count: int, seconds_apart: int = 10) -> list[dict]:
+    """A Claude Code session of ``count`` chained user and assistant records, all text."""
+    records = []
+    for number in range(count):
+        kind = ("user", "assistant")[number % 2]
+        message = {"role": kind, "content": f"message {number}"}
+        if kind == "assistant":
+            message = {
+                "id": f"msg_{number}",
+                **message,
+                "content": [{"type": "text", "text": "ok"}],
+            }
+        records.append(
+            {
+                "parentUuid": records[-1]["uuid"] if records else None,
+                "isSidechain": False,
+                "type": kind,
+                "message": message,
+                "uuid": f"00000000-0000-4000-8000-{number:012d}",
+                "sessionId": "s",
+                "timestamp": f"2026-12-01T10:{number * seconds_apart // 60:02d}:"
+                f"{number * seconds_apart % 60:02d}.000Z",
+            }
+        )
+    return records
+
+
+def checked(tmp_path: Path, records: list[dict]) -> tuple[int, dict]:
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    done = run("check", "--json", path)
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_a_parent_loop_in_what_the_agent_resumes_is_a_problem(tmp_path: Path) -> None:
+    """Issue 22.11: 40 records, the last its own parent, 39 out of the view: "healthy", exit 0."""
+    records = chain(40)
+    records[-1]["parentUuid"] = records[-1]["uuid"]
+    status, report = checked(tmp_path, records)
+    assert status == 1 and report["view_messages"] == 1
+    assert [(p["line"], p["kind"]) for p in report["problems"]] == [(40, "parent-loop")]
+    assert "line 40 -> line 40" in report["problems"][0]["detail"]
+    records = chain(40)
+    records[0]["parentUuid"] = records[39]["uuid"]  # the whole chain loops
+    status, report = checked(tmp_path, records)
+    assert status == 1 and report["view_messages"] == 40
+    assert [p["kind"] for p in report["problems"]] == ["parent-loop"]
+
+
+def test_a_loop_the_resume_does_not_read_is_a_note(tmp_path: Path) -> None:
+    records = chain(6)
+    records[1]["parentUuid"], records[2]["parentUuid"] = records[2]["uuid"], records[1]["uuid"]
+    records[2]["isSidechain"] = records[1]["isSidechain"] = True  # a subagent's, off the chain
+    records[3]["parentUuid"] = records[0]["uuid"]
+    status, report = checked(tmp_path, records)
+    assert status == 0 and report["problems"] == []
+    assert [(n["line"], n["kind"]) for n in report["notes"]] == [(2, "parent-loop")]
+
+
+def test_a_gap_in_what_the_agent_resumes_is_a_problem_and_elsewhere_a_note(tmp_path: Path) -> None:
+    """Issue 21.9: dangling parents the resume never follows made healthy sessions exit 1."""
+    records = chain(8)
+    records[5]["parentUuid"] = "00000000-0000-4000-8000-00000000dead"  # in the view: a gap
+    status, report = checked(tmp_path, records)
+    assert status == 1 and [p["kind"] for p in report["problems"]] == ["dangling-parent"]
+    assert report["view_messages"] == 3  # 10 s apart: the chain ends at the gap
+    boundary = {
+        "parentUuid": None,
+        "logicalParentUuid": "00000000-0000-4000-8000-00000000dead",  # pruned by the agent
+        "isSidechain": False,
+        "type": "system",
+        "subtype": "compact_boundary",
+        "uuid": "00000000-0000-4000-8000-00000000b0b0",
+        "sessionId": "s",
+        "timestamp": "2026-12-01T10:02:00.000Z",
+    }
+    after = chain(4)
+    after[0]["parentUuid"] = boundary["uuid"]
+    before = chain(4)
+    before[1]["parentUuid"] = "00000000-0000-4000-8000-00000000beef"  # before the boundary
+    for number, record in enumerate(after):
+        record["uuid"] = record["uuid"][:-4] + f"a{number:03d}"
+        if number:
+            record["parentUuid"] = after[number - 1]["uuid"]
+    status, report = checked(tmp_path, [*before, boundary, *after])
+    assert status == 0 and report["problems"] == [] and report["view_messages"] == 4
+    assert [(n["line"], n["kind"]) for n in report["notes"]] == [
+        (2, "dangling-parent"),
+        (5, "dangling-parent"),
+    ]
+    text = run("check", tmp_path / "s.jsonl").stdout.decode().splitlines()
+    assert text[0].endswith(": healthy, 2 notes")
+    assert text[1].endswith(
+        ": line 2: note: dangling-parent: parent "
+        "00000000-0000-4000-8000-00000000beef is in no record"
+    )
+
+
+def test_a_call_left_running_at_the_end_is_a_note_one_in_the_middle_a_problem(
+    tmp_path: Path,
+) -> None:
+    records = claude_records(["x" * 100, "y" * 100])
+    status, report = checked(tmp_path, records[:-1])  # the last call never got its result
+    assert status == 0 and [n["kind"] for n in report["notes"]] == ["unanswered-call"]
+    records[1]["message"]["content"] = "no result here"  # the first call's result is gone
+    status, report = checked(tmp_path, records)
+    assert status == 1 and [p["kind"] for p in report["problems"]] == ["unanswered-call"]
+
+
+def test_sessions_lists_only_the_agents_own_files(tmp_path: Path) -> None:
+    """Issue 21.7: a snapshot folder under ~/.codex/sessions/… gave the same rollout twice."""
+    claude, codex = tmp_path / "claude", tmp_path / "codex"
+    project = claude / "projects" / "-p"
+    project.mkdir(parents=True)
+    day = codex / "sessions" / "2026" / "12" / "01"
+    day.mkdir(parents=True)
+    rollout = day / "rollout-2026-12-01T10-00-00-0199e0c2-5b7a-7d43-9a27-2f2c5e8f2e1a.jsonl"
+    sessions = [
+        session_copy(project, name=f"{OLD_ID}.jsonl"),
+        session_copy(day, TESTS / "fixtures" / "codex" / "tools.jsonl", rollout.name),
+    ]
+    for path in sessions:  # snapshots beside them, where a user's run may have put them
+        for folder in (path.parent / ".transcripts", path.parent.parent / ".transcripts"):
+            done = micro(path, "--force", "--snapshot-dir", folder)
+            assert done.returncode == 0, done.stderr
+            run("restore", "--snapshot-dir", folder, path)
+    shutil.copyfile(sessions[0], project / "copy of the session.jsonl")
+    env = {"CLAUDE_CONFIG_DIR": str(claude), "CODEX_HOME": str(codex)}
+    listed = subprocess.run(
+        [*_ctxpack(), "sessions", "--json"], capture_output=True, env={**os.environ, **env}
+    )
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert sorted(row["path"] for row in rows) == sorted(map(str, sessions))
+
+
+def test_a_session_in_use_is_skipped_not_failed_in_a_batch(tmp_path: Path) -> None:
+    """Issue 21.10: the batch line counted a session in use as failed."""
+    idle = session_copy(tmp_path, name="idle.jsonl")
+    busy = session_copy(tmp_path, name="busy.jsonl")
+    os.utime(busy)  # just written: its agent is at work
+    done = run("micro", "--in-place", "--json", idle, busy, cwd=tmp_path)
+    assert done.returncode == 75  # try again later
+    lines = done.stderr.decode().splitlines()
+    assert (
+        lines[0] == f"ctxpack: {busy}: in use by its agent (changed 0s ago, less than "
+        "--min-idle 60s): skipped, see --force"
+    )
+    assert ", 1 changed, 0 failed, " in lines[-1]
+    assert lines[-1].endswith(", 1 skipped (in use by their agent: see --force)")
+    report = json.loads(done.stdout)
+    assert (report["failed"], report["skipped"], report["in_use"]) == (0, 1, 1)
+    [skipped] = [result for result in report["results"] if result["skipped"]]
+    assert skipped["path"] == str(busy) and skipped["error"] is None
+    assert "in use by its agent" in skipped["in_use"]
+
+
+def test_sessions_json_says_in_use_as_a_boolean_and_why(tmp_path: Path) -> None:
+    project = tmp_path / "claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    os.utime(session_copy(project, name=f"{OLD_ID}.jsonl"))  # changed just now
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "CODEX_HOME": str(tmp_path / "none")}
+    listed = subprocess.run(
+        [*_ctxpack(), "sessions", "--json"], capture_output=True, env={**os.environ, **env}
+    )
+    [row] = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert row["in_use"] is True and "less than --min-idle 60s" in row["in_use_reason"]
+
+
+def test_a_session_file_is_not_poured_onto_a_terminal(tmp_path: Path) -> None:
+    """Issue 21.10: forgetting --in-place wrote the whole JSONL onto the terminal."""
+    import pty
+
+    path = session_copy(tmp_path)
+    controller, terminal = pty.openpty()
+    try:
+        done = subprocess.run(
+            [*_ctxpack(), "micro", str(path)], stdout=terminal, stderr=subprocess.PIPE, timeout=60
+        )
+        os.set_blocking(controller, False)
+        try:
+            written = os.read(controller, 1 << 16)
+        except BlockingIOError:
+            written = b""
+    finally:
+        os.close(controller)
+        os.close(terminal)
+    assert done.returncode == 2 and written == b""
+    assert done.stderr.decode() == (
+        f"ctxpack: {path}: an agent's session file is not written to a terminal: add "
+        "--in-place to shrink it where it is (the original is kept), or -o FILE or a "
+        "redirection to write the result elsewhere\n"
+    )
+    piped = run("micro", path)  # not a terminal: written as asked
+    assert piped.returncode == 0 and piped.stdout.count(b"\n") == path.read_bytes().count(b"\n")

@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CORPUS, CTXPACK, corpus_files, invoke, run, serve_in_background
+from helpers import (
+    CORPUS,
+    CTXPACK,
+    corpus_files,
+    invoke,
+    run,
+    serve_in_background,
+    still_running,
+)
 from test_batch import encode, expected_micro, mixed_folder, session, tree, write_session
 
 from compactor_core.atomic import TEMP_SUFFIX
@@ -638,3 +646,78 @@ def test_max_concurrency_bounds_requests_in_flight(
     assert slow_model.most == limit  # overlapping when allowed, never beyond the limit
     for path in (tmp_path / "d").iterdir():
         assert "目标: 修复解析器。" in path.read_text()
+
+
+def test_an_output_folder_that_cannot_be_made_fails_its_files_and_the_batch_goes_on(
+    tmp_path: Path,
+) -> None:
+    """Issue 22.7: an output folder under a file was "internal error … exit 70" and stopped the
+    whole -r batch. Now each file under it is exit 74, and the others are written."""
+    source = tmp_path / "in"
+    (source / "blocked").mkdir(parents=True)
+    for name in ("a.json", "blocked/b.json", "blocked/c.json"):
+        (source / name).write_bytes(encode(session(6)))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "blocked").write_text("a file where a folder should be\n")
+    done = run("micro", "-r", source, "--output-dir", out, "-j", "2")
+    assert done.returncode == 74
+    assert sorted(stderr_lines(done)[:-1]) == [
+        f"ctxpack: {out}/blocked/{name}.json: cannot write: {out}/blocked is a file"
+        for name in "bc"
+    ]
+    assert summary_of(done.stderr)["failed"] == 2
+    assert (out / "a.json").read_bytes() == expected_micro(source / "a.json")
+
+
+def test_an_output_folder_on_a_read_only_mount_is_74(tmp_path: Path) -> None:
+    mount = tmp_path / "mount"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro", "tmpfs", str(mount)], check=False)
+    if made.returncode != 0:
+        pytest.skip("mounting a read-only tmpfs needs root")
+    try:
+        source = tmp_path / "in"
+        source.mkdir()
+        for name in ("a.json", "b.json"):
+            (source / name).write_bytes(encode(session(3)))
+        done = run("micro", "-r", source, "--output-dir", mount / "out")
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+    assert done.returncode == 74
+    assert sorted(stderr_lines(done)[:-1]) == [
+        f"ctxpack: {mount}/out/{name}.json: cannot write: Read-only file system" for name in "ab"
+    ]
+
+
+def test_workers_die_with_their_parent(tmp_path: Path) -> None:
+    """Issue 22.5: the batch's parent killed alone (18 of 40 runs) left its workers rewriting
+    files, then sleeping under PID 1. They die with it, wherever the batch is."""
+    import psutil
+
+    root = tmp_path / "d"
+    old = {
+        write_session(root / f"s{seed:03}.json", turns=8, size=1500, seed=seed): b""
+        for seed in range(160)
+    }
+    for path in old:
+        old[path] = path.read_bytes()
+    new = {path: expected_micro(path) for path in old}
+    command = [CTXPACK, "micro", "-i", "-r", str(root), "-j", "2", "--no-transcript"]
+    for trial in range(10):
+        for path, data in old.items():
+            path.write_bytes(data)
+        child = subprocess.Popen(command, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            wait_until_some_changed(old, child)
+            time.sleep(trial % 5 * 0.02)  # now and then a little later in the batch
+            workers = psutil.Process(child.pid).children(recursive=True)
+            assert len(workers) >= 2
+        finally:
+            child.kill()  # the parent only, as `kill -9 PID` would
+            child.wait()
+        survivors = still_running(workers, timeout=5)
+        for worker in survivors:
+            worker.kill()
+        assert survivors == [], f"trial {trial}: workers outlived their parent"
+        assert all(path.read_bytes() in (old[path], new[path]) for path in old)

@@ -29,14 +29,16 @@ def turn(call_id: str, tool: str, result: str) -> list[dict]:
     ]
 
 
+# Outputs long enough for their markers to be shorter (a marker never replaces a shorter one).
+READ, THREE, FOUR, FIVE = "1: [provider]\n2: ...\n" * 3, "three " * 8, "four " * 10, "five " * 10
 CHAT = [
     {"role": "system", "content": "你是助手"},
     {"role": "user", "content": "请读取配置"},
-    *turn("t1", "read_file", "1: [provider]\n2: ..."),
+    *turn("t1", "read_file", READ),
     *turn("t2", "bash", "x" * 1204),
-    *turn("t3", "bash", "three"),
-    *turn("t4", "grep", "four"),
-    *turn("t5", "bash", "five"),
+    *turn("t3", "bash", THREE),
+    *turn("t4", "grep", FOUR),
+    *turn("t5", "bash", FIVE),
 ]
 
 
@@ -51,11 +53,11 @@ def contents(messages: list[dict]) -> list[str]:
 
 
 MARKED = [
-    "[truncated: read_file result, 20 chars]",
+    "[truncated: read_file result, 63 chars]",
     "[truncated: bash result, 1204 chars]",
-    "three",
-    "four",
-    "five",
+    THREE,
+    FOUR,
+    FIVE,
 ]
 
 
@@ -75,11 +77,11 @@ def test_no_snapshot_when_writing_to_stdout(transcripts: Path) -> None:
 
 
 ALL_MARKED = [
-    "[truncated: read_file result, 20 chars]",
+    "[truncated: read_file result, 63 chars]",
     "[truncated: bash result, 1204 chars]",
-    "[truncated: bash result, 5 chars]",
-    "[truncated: grep result, 4 chars]",
-    "[truncated: bash result, 4 chars]",
+    "[truncated: bash result, 48 chars]",
+    "[truncated: grep result, 50 chars]",
+    "[truncated: bash result, 50 chars]",
 ]
 
 
@@ -89,14 +91,14 @@ ALL_MARKED = [
         (["--keep-recent", "0"], ALL_MARKED),
         (["--keep-recent", "-3"], ALL_MARKED),
         (["--keep-recent", "5"], contents(CHAT)),
-        (["--keep-recent", "1"], [*ALL_MARKED[:4], "five"]),
+        (["--keep-recent", "1"], [*ALL_MARKED[:4], FIVE]),
         (
             ["--keep-recent", "0", "--exclude-tool", "bash", "--exclude-tool", "grep"],
-            ["[truncated: read_file result, 20 chars]", "x" * 1204, "three", "four", "five"],
+            ["[truncated: read_file result, 63 chars]", "x" * 1204, THREE, FOUR, FIVE],
         ),
         (
-            ["--keep-recent", "0", "--min-chars", "21"],
-            ["1: [provider]\n2: ...", *ALL_MARKED[1:2], "three", "four", "five"],
+            ["--keep-recent", "0", "--min-chars", "64"],
+            [READ, *ALL_MARKED[1:2], THREE, FOUR, FIVE],
         ),
     ],
 )

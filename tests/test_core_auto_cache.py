@@ -17,7 +17,7 @@ from compactor_core.formats import Conversation
 from compactor_core.micro import micro_compact
 from compactor_core.pipeline import Context, run
 from compactor_core.settings import Job
-from compactor_core.snapshots import SnapshotStore
+from compactor_core.snapshot_store import SnapshotStore
 from compactor_core.status import Status
 
 

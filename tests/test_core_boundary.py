@@ -58,7 +58,7 @@ def test_foundation_runs_with_streams_and_environment_locked_away() -> None:
         """
         import os, sys, tempfile
         from pathlib import Path
-        from compactor_core import atomic, estimate, formats, micro, snapshots
+        from compactor_core import atomic, estimate, files, formats, micro, snapshot_store
 
         class Locked:
             def __getattr__(self, name):
@@ -82,10 +82,15 @@ def test_foundation_runs_with_streams_and_environment_locked_away() -> None:
         tokens = estimate.estimate(conversation.messages)
         estimate.breakdown(conversation.messages)
         micro.micro_compact(conversation.messages)
-        store = snapshots.SnapshotStore(directory / "snaps")
+        store = snapshot_store.SnapshotStore(directory / "snaps")
         store.save_result("s", conversation.messages)
         store.select("s")[0].read()
-        atomic.atomic_write(directory / "out.json", formats.dump(conversation))
+        out_file = directory / "out.json"
+        atomic.atomic_write(out_file, formats.dump(conversation))
+        with open(out_file, "rb") as opened:  # a rewrite in place, its original kept
+            read = files.FileState.of(os.fstat(opened.fileno()))
+            how = files.Replacement("out.json", store, writer=lambda device, inode: None)
+            files.replace(out_file, opened.fileno(), read, [b"[]"], how)
         os.write(out, f"ok {tokens}".encode())
         """
     )

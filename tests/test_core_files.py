@@ -18,12 +18,14 @@ from compactor_core.destinations import InPlace
 from compactor_core.errors import OutputError
 from compactor_core.process import Target, process
 from compactor_core.settings import Job, RunSettings, Settings, Writing
-from compactor_core.snapshots import SnapshotStore, session_id_for_file
+from compactor_core.snapshot_store import SnapshotStore
+from compactor_core.snapshots import session_id_for_file
 from compactor_core.sources import LocalFile
 
+BIG = "big output " * 4  # 44 characters: its marker is shorter
 ORIGINAL = [
     {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "bash"}]},
-    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "big"}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": BIG}]},
 ]
 
 
@@ -230,7 +232,7 @@ def test_original_goes_to_a_snapshot_named_after_the_file(chat: Path, tmp_path: 
     store = SnapshotStore(tmp_path / "snaps")
     rewrite(chat, snapshots=store)
     assert json.loads(chat.read_bytes())[1]["content"][0]["content"] == (
-        "[truncated: bash result, 3 chars]"
+        "[truncated: bash result, 44 chars]"
     )
     [snapshot] = store.snapshots()
     assert snapshot.session_id == session_id_for_file(chat)
@@ -296,3 +298,50 @@ def test_symbolic_link_stays_a_link(chat: Path, tmp_path: Path) -> None:
     rewrite(link)
     assert link.is_symlink()
     assert "[truncated:" in chat.read_text()
+
+
+# --- what a rewrite keeps besides the bytes (issues 21.2, 22.6, 22.9) ----------------------------
+
+
+def test_a_rewrite_keeps_the_mode_and_extended_attributes(chat: Path, tmp_path: Path) -> None:
+    os.chmod(chat, 0o640)
+    os.setxattr(chat, "user.origin", b"claude-code")
+    rewrite(chat, snapshots=SnapshotStore(tmp_path / "snaps"))
+    assert "[truncated:" in chat.read_text()
+    assert stat.S_IMODE(chat.stat().st_mode) == 0o640
+    assert os.getxattr(chat, "user.origin") == b"claude-code"
+
+
+def test_another_name_of_the_file_keeps_the_old_version_and_its_mode(
+    chat: Path, tmp_path: Path
+) -> None:
+    os.chmod(chat, 0o644)
+    original = chat.read_bytes()
+    other = tmp_path / "other name.json"
+    os.link(chat, other)
+    store = SnapshotStore(tmp_path / "snaps")
+    rewrite(chat, snapshots=store)
+    assert other.read_bytes() == original and stat.S_IMODE(other.stat().st_mode) == 0o644
+    [snapshot] = store.snapshots()
+    assert snapshot.path.stat().st_ino != other.stat().st_ino  # a copy: the name stays theirs
+
+
+def test_a_backup_replaces_a_planted_link_and_never_writes_through_it(
+    chat: Path, tmp_path: Path
+) -> None:
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep me")
+    backup = chat.with_name(chat.name + ".bak")
+    backup.symlink_to(victim)
+    original = chat.read_bytes()
+    rewrite(chat, backup_suffix=".bak")
+    assert victim.read_bytes() == b"keep me"
+    assert not backup.is_symlink() and backup.read_bytes() == original
+
+
+def test_a_backup_is_the_inode_read_and_the_snapshot_shares_it(chat: Path, tmp_path: Path) -> None:
+    inode = chat.stat().st_ino
+    rewrite(chat, backup_suffix=".bak", snapshots=SnapshotStore(tmp_path / "snaps"))
+    backup = chat.with_name(chat.name + ".bak")
+    assert backup.stat().st_ino == inode and backup.stat().st_nlink == 2  # and the snapshot's
+    assert stat.S_IMODE(backup.stat().st_mode) == 0o644  # never made 0600 under the user

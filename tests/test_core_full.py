@@ -380,13 +380,14 @@ def test_the_pending_turn_comes_back_unchanged_even_when_micro_would_truncate_it
 def test_pending_turn_counts_among_the_kept_tool_result_turns() -> None:
     turns = []
     for n in range(1, 5):
-        turns += [anthropic_call(f"t{n}", "bash", {"n": n}), anthropic_result(f"t{n}", f"out{n}")]
+        output = f"out{n} " + "." * 40
+        turns += [anthropic_call(f"t{n}", "bash", {"n": n}), anthropic_result(f"t{n}", output)]
     messages = [{"role": "user", "content": "go"}, *turns]
     provider = RecordingProvider()
     full_compact(messages, provider)
     sent = provider.request.user
     # the pending turn is t4; kept with it are t3 and t2; t1 is a marker
-    assert "[tool_result:bash] [truncated: bash result, 4 chars]" in sent
+    assert "[tool_result:bash] [truncated: bash result, 45 chars]" in sent
     assert "[tool_result:bash] out2" in sent and "[tool_result:bash] out3" in sent
     assert "out4" not in sent
 

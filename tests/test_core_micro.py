@@ -66,6 +66,21 @@ def results(messages: list[dict]) -> list[Any]:
     return found
 
 
+def result_ids_and_contents(messages: list[dict]) -> list[tuple[Any, Any]]:
+    """(call id, content) of every tool result, in order."""
+    found = []
+    for message in messages:
+        if message.get("role") == "tool":
+            found.append((message.get("tool_call_id"), message.get("content")))
+        elif isinstance(message.get("content"), list):
+            found += [
+                (block.get("tool_use_id"), block.get("content"))
+                for block in message["content"]
+                if isinstance(block, dict) and block.get("type") == "tool_result"
+            ]
+    return found
+
+
 # --- the strings and numbers the spec fixes ------------------------------------------------------
 
 
@@ -93,8 +108,8 @@ def test_content_length_counts_code_points(value: Any, length: int) -> None:
     assert content_length(value) == length
 
 
-def test_micro_golden(golden) -> None:
-    messages = [
+def golden_conversation() -> list[dict]:
+    return [
         {"role": "system", "content": "你是助手"},
         {"role": "user", "content": "请读取配置"},
         *anthropic_turn("t1", "bash", "x" * 1204),
@@ -106,25 +121,62 @@ def test_micro_golden(golden) -> None:
         *openai_turn([("c3", "search", "recent 3")]),
         {"role": "user", "content": "继续"},
     ]
+
+
+def test_micro_golden(golden) -> None:
+    """The default profile marks only what the marker makes shorter (issue 21.6)."""
+    messages = golden_conversation()
     outcome = micro_in_place(messages)
-    assert outcome == MicroResult(truncated=4, chars_removed=outcome.chars_removed)
+    assert outcome == MicroResult(truncated=1, chars_removed=1204 - 36)
     golden("micro.json", json.dumps(messages, ensure_ascii=False, indent=1) + "\n")
     assert results(messages)[:5] == [
         "[truncated: bash result, 1204 chars]",
-        "[truncated: read_file result, 35 chars]",
-        "[truncated: grep result, 0 chars]",
-        "[truncated: get_reservation result, 2 chars]",
+        [{"type": "text", "text": "中文 ok"}],  # 35 chars: its marker would take 39
+        None,  # 0 chars: its marker would take 33
+        "结果",
         "[truncated: old]",  # already a marker: left as it is
     ]
+
+
+def test_micro_golden_bareagent(golden) -> None:
+    """The BareAgent profile is the reference's: every old result of a turn of
+    ``tool_result`` blocks gets the marker, longer or not (its turns are only those: t3 is one
+    of the three newest, and OpenAI ``tool`` messages stay)."""
+    messages = golden_conversation()
+    outcome = micro_in_place(messages, compat=True)
+    assert outcome == MicroResult(truncated=2, chars_removed=1204 - 36 + 35 - 39)
+    golden("micro_bareagent.json", json.dumps(messages, ensure_ascii=False, indent=1) + "\n")
+    assert results(messages)[:4] == [
+        "[truncated: bash result, 1204 chars]",
+        "[truncated: read_file result, 35 chars]",  # 39 characters in place of 35
+        None,
+        "结果",
+    ]
+
+
+def test_a_marker_never_replaces_a_result_it_is_not_shorter_than() -> None:
+    """Issue 21.6: with --min-chars 0 a 2-character result became a 34-character marker."""
+    short = [*anthropic_turn("a", "bash", "ok"), *anthropic_turn("b", "bash", "new")]
+    assert micro_in_place(short, keep_recent=1) == MicroResult(0, 0)
+    assert results(short)[0] == "ok"
+    edge = len(marker("bash", 40))  # 34: a result of 34 chars stays, of 35 gets it
+    for chars, marked in ((edge, False), (edge + 1, True)):
+        messages = [*anthropic_turn("a", "bash", "y" * chars), *anthropic_turn("b", "bash", "z")]
+        assert micro_in_place(messages, keep_recent=1).truncated == marked
 
 
 # --- which turns ---------------------------------------------------------------------------------
 
 
+def output(number: int) -> str:
+    """A tool's output long enough for the marker to shorten it (40 characters)."""
+    return f"output {number}: " + "ok " * 10
+
+
 def five_turns() -> list[dict]:
     messages: list[dict] = [{"role": "user", "content": "go"}]
     for number in range(5):
-        messages += anthropic_turn(f"t{number}", "bash", f"output {number}")
+        messages += anthropic_turn(f"t{number}", "bash", output(number))
     return messages
 
 
@@ -138,31 +190,31 @@ def test_keep_recent(keep_recent: int, kept: int) -> None:
     contents = results(messages)
     assert outcome.truncated == 5 - kept
     assert all(is_marker(text) for text in contents[: 5 - kept])
-    assert contents[5 - kept :] == [f"output {n}" for n in range(5 - kept, 5)]
+    assert contents[5 - kept :] == [output(n) for n in range(5 - kept, 5)]
 
 
 def test_default_keeps_three_turns() -> None:
     messages = five_turns()
     micro_in_place(messages)
     assert results(messages) == [
-        "[truncated: bash result, 8 chars]",
-        "[truncated: bash result, 8 chars]",
-        "output 2",
-        "output 3",
-        "output 4",
+        "[truncated: bash result, 40 chars]",
+        "[truncated: bash result, 40 chars]",
+        output(2),
+        output(3),
+        output(4),
     ]
 
 
 def test_a_run_of_tool_messages_is_one_turn() -> None:
     messages = [
-        *openai_turn([("a", "x", "1"), ("b", "y", "22"), ("c", "z", "333")]),
+        *openai_turn([("a", "x", "1" * 40), ("b", "y", "2" * 50), ("c", "z", "3" * 60)]),
         *openai_turn([("d", "x", "4")]),
     ]
     micro_in_place(messages, keep_recent=1)
     assert results(messages) == [
-        "[truncated: x result, 1 chars]",
-        "[truncated: y result, 2 chars]",
-        "[truncated: z result, 3 chars]",
+        "[truncated: x result, 40 chars]",
+        "[truncated: y result, 50 chars]",
+        "[truncated: z result, 60 chars]",
         "4",
     ]
 
@@ -179,9 +231,9 @@ def test_a_message_with_several_results_is_one_turn_and_all_go() -> None:
         {
             "role": "user",
             "content": [
-                {"type": "tool_result", "tool_use_id": "a", "content": "aa"},
+                {"type": "tool_result", "tool_use_id": "a", "content": "a" * 40},
                 {"type": "text", "text": "and also"},
-                {"type": "tool_result", "tool_use_id": "b", "content": "bbb"},
+                {"type": "tool_result", "tool_use_id": "b", "content": "b" * 50},
             ],
         },
         *anthropic_turn("c", "bash", "kept"),
@@ -189,9 +241,17 @@ def test_a_message_with_several_results_is_one_turn_and_all_go() -> None:
     assert tool_result_turns(messages) == [[1], [3]]
     micro_in_place(messages, keep_recent=1)
     assert messages[1]["content"] == [
-        {"type": "tool_result", "tool_use_id": "a", "content": "[truncated: read result, 2 chars]"},
+        {
+            "type": "tool_result",
+            "tool_use_id": "a",
+            "content": "[truncated: read result, 40 chars]",
+        },
         {"type": "text", "text": "and also"},
-        {"type": "tool_result", "tool_use_id": "b", "content": "[truncated: grep result, 3 chars]"},
+        {
+            "type": "tool_result",
+            "tool_use_id": "b",
+            "content": "[truncated: grep result, 50 chars]",
+        },
     ]
 
 
@@ -200,11 +260,11 @@ def test_tool_result_in_any_role_counts() -> None:
         {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "n"}]},
         {
             "role": "custom",
-            "content": [{"type": "tool_result", "tool_use_id": "a", "content": "x"}],
+            "content": [{"type": "tool_result", "tool_use_id": "a", "content": "x" * 40}],
         },
     ]
     micro_in_place(messages, keep_recent=0)
-    assert results(messages) == ["[truncated: n result, 1 chars]"]
+    assert results(messages) == ["[truncated: n result, 40 chars]"]
 
 
 # --- names ---------------------------------------------------------------------------------------
@@ -214,10 +274,10 @@ def test_unknown_id_gives_unknown() -> None:
     messages = [
         {
             "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": "nope", "content": "x"}],
+            "content": [{"type": "tool_result", "tool_use_id": "nope", "content": "x" * 40}],
         },
-        {"role": "tool", "tool_call_id": "nobody", "content": "y"},
-        {"role": "user", "content": [{"type": "tool_result", "content": "no id at all"}]},
+        {"role": "tool", "tool_call_id": "nobody", "content": "y" * 40},
+        {"role": "user", "content": [{"type": "tool_result", "content": "no id at all" * 4}]},
     ]
     micro_in_place(messages, keep_recent=0)
     assert [MARKER.fullmatch(text)["tool"] for text in results(messages)] == ["unknown"] * 3
@@ -227,33 +287,32 @@ def test_ids_that_are_not_strings_give_unknown() -> None:
     # regression: an unhashable tool_use_id used to raise TypeError
     messages = [
         {"role": "assistant", "content": [{"type": "tool_use", "id": [1], "name": "bash"}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": [1], "content": "x"}]},
-        {"role": "tool", "tool_call_id": {"k": 1}, "content": "y"},
-        {"role": "tool", "tool_call_id": 7, "content": "z"},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": [1], "content": "x" * 40}],
+        },
+        {"role": "tool", "tool_call_id": {"k": 1}, "content": "y" * 40},
+        {"role": "tool", "tool_call_id": 7, "content": "z" * 40},
     ]
     assert micro_in_place(messages, keep_recent=0).truncated == 3
-    assert results(messages) == [
-        "[truncated: unknown result, 1 chars]",
-        "[truncated: unknown result, 1 chars]",
-        "[truncated: unknown result, 1 chars]",
-    ]
+    assert results(messages) == ["[truncated: unknown result, 40 chars]"] * 3
 
 
 def test_repeated_id_last_one_wins() -> None:
     messages = [
-        *anthropic_turn("same", "first", "one"),
+        *anthropic_turn("same", "first", "one " * 10),
         {"role": "assistant", "tool_calls": [{"id": "same", "function": {"name": "last"}}]},
         *anthropic_turn("other", "x", "kept"),
     ]
     assert tool_names(messages)["same"] == "last"
     micro_in_place(messages, keep_recent=1)
-    assert results(messages)[0] == "[truncated: last result, 3 chars]"
+    assert results(messages)[0] == "[truncated: last result, 40 chars]"
 
 
 def test_tool_name_that_is_not_a_string_gives_unknown() -> None:
-    messages = anthropic_turn("a", None, "x")  # type: ignore[arg-type]
+    messages = anthropic_turn("a", None, "x" * 40)  # type: ignore[arg-type]
     micro_in_place(messages, keep_recent=0)
-    assert results(messages) == ["[truncated: unknown result, 1 chars]"]
+    assert results(messages) == ["[truncated: unknown result, 40 chars]"]
 
 
 # --- what stays ----------------------------------------------------------------------------------
@@ -262,8 +321,8 @@ def test_tool_name_that_is_not_a_string_gives_unknown() -> None:
 def test_only_the_content_key_is_replaced() -> None:
     block_extra = {"is_error": True, "cache_control": {"type": "ephemeral"}, "zz": [1]}
     messages = [
-        *anthropic_turn("t", "bash", "secret output", **block_extra),
-        *openai_turn([("c", "search", "more output")]),
+        *anthropic_turn("t", "bash", "secret output " * 4, **block_extra),
+        *openai_turn([("c", "search", "more output " * 4)]),
     ]
     messages[-1].update({"name": "search", "extra": {"k": "v"}})
     before = copy.deepcopy(messages)
@@ -272,14 +331,14 @@ def test_only_the_content_key_is_replaced() -> None:
     assert block == {
         "type": "tool_result",
         "tool_use_id": "t",
-        "content": "[truncated: bash result, 13 chars]",
+        "content": "[truncated: bash result, 56 chars]",
         **block_extra,
     }
     assert list(block) == list(before[1]["content"][0])  # key order kept
     assert messages[-1] == {
         "role": "tool",
         "tool_call_id": "c",
-        "content": "[truncated: search result, 11 chars]",
+        "content": "[truncated: search result, 48 chars]",
         "name": "search",
         "extra": {"k": "v"},
     }
@@ -310,10 +369,12 @@ def test_exclude_tool_and_min_chars() -> None:
     ]
 
 
-def test_defaults_truncate_empty_and_null_results() -> None:
+def test_empty_and_null_results_stay_but_for_the_bareagent_profile() -> None:
     messages = [*anthropic_turn("a", "x", ""), *anthropic_turn("b", "y", None)]
     micro_in_place(messages, keep_recent=0)
-    assert results(messages) == ["[truncated: x result, 0 chars]", "[truncated: y result, 0 chars]"]
+    assert results(messages) == ["", None]
+    micro_in_place(messages, keep_recent=0, compat=True)
+    assert results(messages) == ["[truncated: x result, 0 chars]", "[truncated: y result, 4 chars]"]
 
 
 def test_result_counts() -> None:
@@ -367,9 +428,12 @@ def test_the_newest_turns_are_kept_whole(messages: list[dict], keep_recent: int)
 
 
 @given(conversations())
-def test_keep_recent_zero_leaves_no_result_unmarked(messages: list[dict]) -> None:
+def test_keep_recent_zero_leaves_no_result_the_marker_would_shorten(messages: list[dict]) -> None:
+    names = tool_names(messages)
     micro_in_place(messages, keep_recent=0)
-    assert all(is_marker(value) for value in results(messages))
+    for call_id, value in result_ids_and_contents(messages):
+        marked = marker(names.get(call_id, "unknown"), content_length(value))
+        assert is_marker(value) or len(marked) >= content_length(value)
 
 
 @pytest.mark.parametrize("content", [True, {"rows": 2, "ok": None}, 12.5, "x"])
@@ -389,7 +453,8 @@ def test_any_json_value_is_a_tool_result(content: Any, compat: bool) -> None:
         as_text = anthropic_turn("t1", "db", text) + anthropic_turn("t2", "db", "new")
         assert estimate(messages) == estimate(as_text)
     micro_in_place(conversation.messages, keep_recent=1, compat=compat)
-    assert results(conversation.messages)[0] == f"[truncated: db result, {len(text)} chars]"
+    expected = f"[truncated: db result, {len(text)} chars]" if compat else content  # too short
+    assert results(conversation.messages)[0] == expected
 
 
 def test_micro_compact_returns_a_new_list_and_leaves_its_input_alone() -> None:

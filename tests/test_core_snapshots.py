@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import multiprocessing
@@ -10,17 +11,26 @@ import re
 import stat
 import tempfile
 import threading
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from compactor_core.atomic import atomic_write
-from compactor_core.errors import InputError, InputUnreadable, OutputError, UsageError
+from compactor_core.errors import (
+    InputError,
+    InputUnreadable,
+    OutputError,
+    UnsafeLocation,
+    UsageError,
+)
 from compactor_core.formats import parse
+from compactor_core.snapshot_store import SnapshotStore
 from compactor_core.snapshots import (
     Details,
-    SnapshotStore,
+    Keeping,
+    Kept,
     check_session_id,
     session_id_for_file,
 )
@@ -66,9 +76,12 @@ def test_result_file_name_and_layout(tmp_path: Path, golden) -> None:
         "size": len(data),
         "sha256": hashlib.sha256(data).hexdigest(),
         "mode": None,
+        "uid": None,
+        "gid": None,
         "messages": 3,
         "tokens": 42,
         "shape": "jsonl",
+        "rewritten": None,
     }
 
 
@@ -209,14 +222,27 @@ def session_file(tmp_path: Path, data: bytes = ENVELOPE, mode: int = 0o640) -> P
     return file
 
 
+@contextlib.contextmanager
+def kept(store: SnapshotStore, file: Path, how: Keeping) -> Iterator[Kept]:
+    """``keep_original`` of ``file`` as it is now, through a descriptor open while it is kept."""
+    fd = os.open(file, os.O_RDONLY)
+    try:
+        with store.keep_original(file, fd, os.fstat(fd).st_size, how) as record:
+            yield record
+    finally:
+        os.close(fd)
+
+
 def test_keep_original_links_the_old_inode_and_the_rename_detaches_it(tmp_path: Path) -> None:
     file = session_file(tmp_path)
     inode = file.stat().st_ino
     store = SnapshotStore(tmp_path / "snaps", clock=fixed_clock)
     session = session_id_for_file(file)
-    with store.keep_original(file, session, Details("envelope", 1, 9)) as status:
-        assert status.st_ino == inode and status.st_nlink == 2  # a link, not a copy
+    with kept(store, file, Keeping(session, Details("envelope", 1, 9))) as record:
+        assert record.status.st_ino == inode and record.status.st_nlink == 2  # a link
+        assert record.linked and record.copied is None
         atomic_write(file, b"[]\n")
+        record.replaced = True
     [snapshot] = store.snapshots()
     assert snapshot.path.stat().st_ino == inode  # the old inode is the snapshot now
     assert snapshot.path.stat().st_nlink == 1
@@ -225,8 +251,9 @@ def test_keep_original_links_the_old_inode_and_the_rename_detaches_it(tmp_path: 
     assert stat.S_IMODE(snapshot.path.stat().st_mode) == 0o600  # only the store's, now
     assert stat.S_IMODE(file.stat().st_mode) == 0o640  # the new file keeps the file's mode
     assert (snapshot.kind, snapshot.session_id, snapshot.mode) == ("original", session, 0o640)
+    assert (snapshot.uid, snapshot.gid) == (os.getuid(), os.getgid())
     assert snapshot.source == str(file) and snapshot.size == len(ENVELOPE)
-    assert snapshot.sha256 == hashlib.sha256(ENVELOPE).hexdigest()
+    assert snapshot.sha256 == hashlib.sha256(ENVELOPE).hexdigest() and snapshot.trusted
     assert snapshot.path.name == f"{session}_2025-03-09T14-05-07-123456.original.json"
 
 
@@ -234,19 +261,33 @@ def test_keep_original_the_link_changes_the_ctime_it_reports(tmp_path: Path) -> 
     file = session_file(tmp_path)
     before = file.stat()
     store = SnapshotStore(tmp_path / "snaps")
-    with store.keep_original(file, "s") as status:
+    with kept(store, file, Keeping("s")) as record:
         after = file.stat()
-    assert status.st_ctime_ns == after.st_ctime_ns
-    assert (status.st_mtime_ns, status.st_size) == (before.st_mtime_ns, before.st_size)
+    assert record.status.st_ctime_ns == after.st_ctime_ns
+    assert (record.status.st_mtime_ns, record.status.st_size) == (
+        before.st_mtime_ns,
+        before.st_size,
+    )
 
 
 def test_keep_original_is_removed_when_the_replacement_fails(tmp_path: Path) -> None:
     file = session_file(tmp_path)
     store = SnapshotStore(tmp_path / "snaps")
-    with pytest.raises(OutputError, match="changed"), store.keep_original(file, "s"):
+    with pytest.raises(OutputError, match="changed"), kept(store, file, Keeping("s")):
         raise OutputError(f"{file}: file changed while it was being compacted, left as is")
     assert names_in(tmp_path / "snaps") == []
     assert file.read_bytes() == ENVELOPE and file.stat().st_nlink == 1
+
+
+def test_keep_original_stays_when_the_block_fails_after_the_rename(tmp_path: Path) -> None:
+    file = session_file(tmp_path)
+    store = SnapshotStore(tmp_path / "snaps")
+    with pytest.raises(OutputError), kept(store, file, Keeping("s")) as record:
+        atomic_write(file, b"[]\n")
+        record.replaced = True
+        raise OutputError("something after the rename")
+    [snapshot] = store.snapshots()
+    assert snapshot.read() == ENVELOPE
 
 
 def test_keep_original_copies_across_filesystems(tmp_path: Path) -> None:
@@ -258,9 +299,11 @@ def test_keep_original_copies_across_filesystems(tmp_path: Path) -> None:
     try:
         file = session_file(directory, b'{"role":"user","content":"x"}\n')
         store = SnapshotStore(tmp_path / "snaps")
-        with store.keep_original(file, "s") as status:
-            assert status.st_nlink == 1  # not linked
+        with kept(store, file, Keeping("s")) as record:
+            assert record.status.st_nlink == 1 and not record.linked  # not linked
+            assert record.copied == "it is on another file system than the snapshot folder"
             atomic_write(file, b"")
+            record.replaced = True
         [snapshot] = store.snapshots()
         assert snapshot.read() == b'{"role":"user","content":"x"}\n'
         assert stat.S_IMODE(snapshot.path.stat().st_mode) == 0o600
@@ -269,6 +312,22 @@ def test_keep_original_copies_across_filesystems(tmp_path: Path) -> None:
         for path in sorted(directory.rglob("*"), reverse=True):
             path.rmdir() if path.is_dir() else path.unlink()
         directory.rmdir()
+
+
+def test_keep_original_keeps_only_the_bytes_read(tmp_path: Path) -> None:
+    """A line appended after the file was read is not part of its original."""
+    file = session_file(tmp_path, b"one\n")
+    store = SnapshotStore(tmp_path / "snaps")
+    fd = os.open(file, os.O_RDONLY)
+    try:
+        with file.open("ab") as handle:
+            handle.write(b"two\n")
+        with store.keep_original(file, fd, 4, Keeping("s")) as record:
+            record.replaced = True
+    finally:
+        os.close(fd)
+    [snapshot] = store.snapshots()
+    assert (snapshot.size, snapshot.sha256) == (4, hashlib.sha256(b"one\n").hexdigest())
 
 
 def test_a_snapshot_changed_afterwards_is_refused(tmp_path: Path) -> None:
@@ -436,7 +495,7 @@ def test_unreadable_directory_is_an_input_error(tmp_path: Path) -> None:
 def test_directory_that_is_a_file_is_an_output_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    with pytest.raises(OutputError, match=r"file: snapshot: cannot write"):
+    with pytest.raises(OutputError, match=r"file: snapshot: cannot write: Not a directory"):
         SnapshotStore(blocker).save_result("s", MESSAGES)
     assert blocker.read_text() == "x"
 
@@ -446,3 +505,71 @@ def test_lone_surrogate_survives_a_snapshot(tmp_path: Path) -> None:
     messages = [{"role": "user", "content": "a\ud800b"}]
     path = store.save_result("s", messages)
     assert parse(path.read_bytes()).messages == messages
+
+
+# --- issue 22.1: nothing planted in the store is ever followed or trusted ----------------------
+
+
+def test_a_link_planted_at_a_snapshots_name_is_never_followed(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"only root may write this\n")
+    store = SnapshotStore(tmp_path / "snaps", clock=fixed_clock)
+    (tmp_path / "snaps").mkdir(mode=0o700)
+    taken = "s_2025-03-09T14-05-07-123456.result.jsonl"
+    (tmp_path / "snaps" / taken).symlink_to(victim)
+    (tmp_path / "snaps" / (taken.replace("123456", "123457") + ".meta")).symlink_to(victim)
+    path = store.save_result("s", MESSAGES)  # both names taken: it moves on to a free one
+    assert path.name == taken.replace("123456", "123458")
+    assert victim.read_bytes() == b"only root may write this\n"
+    assert [snapshot.path.name for snapshot in store.snapshots() if snapshot.trusted] == [path.name]
+
+
+def test_a_record_that_is_a_link_or_not_an_object_is_not_trusted(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "snaps", clock=Ticking())
+    first = store.save_result("s", MESSAGES)
+    second = store.save_result("s", MESSAGES)
+    meta = second.with_name(second.name + ".meta")
+    meta.unlink()
+    meta.symlink_to(first.with_name(first.name + ".meta"))  # a record borrowed by a link
+    first.with_name(first.name + ".meta").write_text("[1, 2]")  # and one that is no object
+    assert [snapshot.trusted for snapshot in store.snapshots()] == [False, False]
+
+
+def test_a_snapshot_that_is_a_link_is_not_read(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "snaps")
+    path = store.save_result("s", MESSAGES)
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_bytes(path.read_bytes())
+    path.unlink()
+    path.symlink_to(elsewhere)  # same bytes, same hash: but not the store's own file
+    [snapshot] = store.snapshots()
+    with pytest.raises(InputUnreadable, match="not a snapshot of yours"):
+        snapshot.read()
+
+
+def test_a_new_store_is_0700_and_its_files_0600_from_their_first_moment(tmp_path: Path) -> None:
+    """Under a permissive umask too: created O_EXCL with the mode, never chmod-ed later."""
+    old_umask = os.umask(0)
+    try:
+        store = SnapshotStore(tmp_path / "deep" / "er" / "snaps")
+        path = store.save_original("s", b"secret\n", Details("jsonl"))
+    finally:
+        os.umask(old_umask)
+    for folder in (tmp_path / "deep", tmp_path / "deep" / "er", tmp_path / "deep" / "er" / "snaps"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o1777])
+def test_a_store_others_can_write_to_is_refused_for_reading_and_writing(
+    tmp_path: Path, mode: int
+) -> None:
+    folder = tmp_path / "snaps"
+    store = SnapshotStore(folder)
+    store.save_result("s", MESSAGES)
+    os.chmod(folder, mode)
+    with pytest.raises(UnsafeLocation, match="others can write to it"):
+        store.snapshots()
+    with pytest.raises(UnsafeLocation):
+        store.save_result("s", MESSAGES)
+    assert len(os.listdir(folder)) == 2

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from cluster_support import SECRET, Cluster, aws_environment, s3, s3_server, session
-from helpers import CORPUS, CTXPACK, run
+from helpers import CORPUS, CTXPACK, run, still_running
 
 from compactor_core.formats import dump, parse
 from compactor_core.pipeline import run as run_job
@@ -220,6 +220,34 @@ def _busy_worker(client: Any, timeout: float = 60) -> str:
             return busy[0]
         time.sleep(0.02)
     raise AssertionError("no worker ever had a task")
+
+
+def test_local_dask_workers_die_with_their_client(tmp_path: Path) -> None:
+    """Issue 22.5: the client of a local cluster killed alone must not leave its workers."""
+    import psutil
+    from test_batch import write_session
+
+    root = tmp_path / "d"
+    paths = [write_session(root / f"s{n:03}.json", turns=8, size=1500, seed=n) for n in range(300)]
+    sizes = {path: path.stat().st_size for path in paths}
+    command = [CTXPACK, "micro", "-i", "-r", root, "--engine", "dask", "-j", "2", "--no-snapshot"]
+    client = subprocess.Popen(command, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and client.poll() is None:
+            changed = sum(path.stat().st_size != size for path, size in sizes.items())
+            if changed >= 10:
+                break
+            time.sleep(0.01)
+        workers = psutil.Process(client.pid).children(recursive=True)
+        assert len(workers) >= 2 and client.poll() is None
+    finally:
+        client.kill()
+        client.wait()
+    survivors = still_running(workers, timeout=5)
+    for worker in survivors:
+        worker.kill()
+    assert survivors == []
 
 
 def test_a_killed_run_re_run_does_only_the_rest(fs: Any, tmp_path: Path) -> None:

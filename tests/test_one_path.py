@@ -20,7 +20,7 @@ from support_full import RecordingProvider, session_zh
 from compactor_core import CompactionWarning, Settings, compact, compact_file, provider
 from compactor_core.errors import InputError, SessionInUse, SummaryCutOff
 from compactor_core.providers.settings import ProviderSettings
-from compactor_core.snapshots import SnapshotStore
+from compactor_core.snapshot_store import SnapshotStore
 
 CLAUDE_SESSION = TESTS / "fixtures" / "claude_code" / "session.jsonl"
 
@@ -45,7 +45,9 @@ def test_a_url_snapshot_folder_keeps_the_original_of_any_input(tmp_path: Path, w
     if where == "session file":
         path = tmp_path / "s.jsonl"
         path.write_bytes(CLAUDE_SESSION.read_bytes())
-        done = invoke("micro", "-i", "--force", "--snapshot-dir", prefix, path)
+        done = invoke(
+            "micro", "-i", "--force", "--keep-recent", "1", "--snapshot-dir", prefix, path
+        )
         original = CLAUDE_SESSION.read_bytes()
     elif where == "file":
         path = tmp_path / "a.json"
@@ -128,7 +130,12 @@ def test_compact_file_does_a_session_file_in_place(tmp_path: Path) -> None:
     assert report.outcome.tokens_after < report.outcome.tokens_before
     [kept] = SnapshotStore(snapshots).snapshots()
     assert kept.read() == CLAUDE_SESSION.read_bytes()
-    with pytest.raises(SessionInUse):  # just written: in use for --min-idle, unless forced
+    # just written, but by ctxpack itself (its snapshot says so): not in use (issue 21.8)
+    again = compact_file(path, "micro", Settings(keep_recent=0), snapshots=snapshots)
+    assert again.changed
+    with path.open("ab") as agent:  # its agent writes a line: now it is in use
+        agent.write(b'{"type":"user","uuid":"u-late","message":{"role":"user","content":"x"}}\n')
+    with pytest.raises(SessionInUse, match="less than --min-idle 60s"):
         compact_file(path, "micro", Settings(keep_recent=0), snapshots=snapshots)
     bad = tmp_path / "bad.json"
     bad.write_text('[{"role": 1}]')

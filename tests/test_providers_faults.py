@@ -15,6 +15,7 @@ Set ``CTXPACK_TEST_REPORT=FILE`` to have each case's attempts and time appended 
 
 from __future__ import annotations
 
+import base64
 import email.utils
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -707,3 +708,52 @@ def test_conversation_fixture_is_big_enough_for_the_summary_guard() -> None:
     from compactor_core.estimate import estimate, text_quarters
 
     assert estimate(CONVERSATION[1:-1]) > -(-text_quarters([SUMMARY]) // 4) * 3
+
+
+# --- the key in any form (issue 22.10) -----------------------------------------------------------
+
+
+def basic(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+ALTERED = {
+    "upper-cased": SECRET.upper(),
+    "one character short": SECRET[:-1],
+    "its first character gone": SECRET[1:],
+    "in a Basic authorization": basic(f"user:{SECRET}"),
+    "base64, URL-safe": base64.urlsafe_b64encode(SECRET.encode()).decode(),
+}
+
+
+@pytest.mark.parametrize("form", ALTERED)
+def test_the_key_echoed_in_another_form_is_redacted(
+    tmp_path: Path, scripted: ScriptedTransport, form: str
+) -> None:
+    """An upstream echoed the key upper-cased, base64-encoded, one character short: printed."""
+    echoed = ALTERED[form]
+    scripted.script(openai_error(401, f"Incorrect API key provided: {echoed}.", "x", "y"))
+    run = ctxpack(tmp_path, scripted)
+    [warning] = run.warnings()
+    assert "Incorrect API key provided: " in warning and "[redacted]" in warning
+    assert echoed not in warning
+    for key in ALTERED.values():
+        assert all(key[n : n + 10] not in run.stderr for n in range(len(key) - 9))
+    assert_no_secret(run)
+
+
+def test_a_summary_that_quotes_the_key_in_any_form_keeps_the_rest_exactly(
+    tmp_path: Path, scripted: ScriptedTransport
+) -> None:
+    lines = [f"{form}: {key}" for form, key in ALTERED.items()]
+    summary = "Goal: fix the login test.\n" + "\n".join(lines) + "\n"
+    scripted.script(Reply(200, chat(summary)))
+    run = ctxpack(tmp_path, scripted, "openai")
+    text = run.output[1]["content"]
+    assert text.startswith(
+        "[Context Compressed]\nGoal: fix the login test.\nupper-cased: [redacted]"
+    )
+    for form in ALTERED:
+        assert f"\n{form}: " in text
+    for key in ALTERED.values():
+        assert all(key[n : n + 10] not in text for n in range(len(key) - 9))

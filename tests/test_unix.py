@@ -37,8 +37,9 @@ def turn(call_id: str, tool: str, result: object) -> list[dict]:
     ]
 
 
+OUTPUT = "output number {}: " + "ok " * 12  # long enough for its marker to be shorter
 CHAT = [{"role": "user", "content": "修复这个错误"}] + [
-    message for n in range(5) for message in turn(f"t{n}", "bash", f"output number {n}")
+    message for n in range(5) for message in turn(f"t{n}", "bash", OUTPUT.format(n))
 ]
 
 
@@ -345,7 +346,7 @@ def test_odd_valid_json_streams_back_byte_for_byte() -> None:
 
 def test_odd_valid_json_survives_in_place(tmp_path: Path, transcripts: Path) -> None:
     odd = json.loads(ODD[3:].decode())
-    messages = odd + turn("a", "bash", "big output \ud800") + turn("b", "x", "y") * 3
+    messages = odd + turn("a", "bash", "big output " * 4 + "\ud800") + turn("b", "x", "y") * 3
     path = tmp_path / "odd.json"
     data = b"\xef\xbb\xbf" + json.dumps(messages).encode()
     path.write_bytes(data)
@@ -356,7 +357,7 @@ def test_odd_valid_json_survives_in_place(tmp_path: Path, transcripts: Path) -> 
     compacted = json.loads(out[3:].decode())
     assert compacted[0] == odd[0]
     assert compacted[0]["n"] == 123456789012345678901234567890
-    assert compacted[2]["content"][0]["content"] == "[truncated: bash result, 12 chars]"
+    assert compacted[2]["content"][0]["content"] == "[truncated: bash result, 45 chars]"
     restored = run("restore", "--session-id", session_id_for_file(path))
     assert json.loads(restored.stdout) == messages
     assert run("restore", path).returncode == 0
@@ -545,7 +546,7 @@ def test_in_place_backup_suffix(tmp_path: Path) -> None:
     result = run("micro", "-i", "--backup", "~", path)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "chat.json~").read_bytes() == original
-    assert b"[truncated: bash result, 15 chars]" in path.read_bytes()
+    assert b"[truncated: bash result, 53 chars]" in path.read_bytes()
 
 
 @pytest.mark.parametrize("session_id", ["a/b", "..", "../../etc", "nul\x01"])

@@ -7,9 +7,12 @@ Progress and system records take part in the chain, so the chain is followed thr
 
 The view (what ``claude --resume`` sends): the chain back from the last conversation record of
 the main thread (sidechains are a subagent's), stopping at the latest ``compact_boundary``, whose
-``parentUuid`` is null (``logicalParentUuid`` remembers what came before). Assistant records
-sharing ``message.id`` are one reply, and consecutive user records are one message (tool results
-of parallel calls are written one record each), the way Claude Code joins them for the API.
+``parentUuid`` is null (``logicalParentUuid`` remembers what came before). Where a parent is
+missing (or already on the chain), Claude Code goes on from the latest record of the same thread
+written at most 5 s before (``GAP_WINDOW_MS``), as the view does; past a longer gap the chain
+ends there. Assistant records sharing ``message.id`` are one reply, and consecutive user records
+are one message (tool results of parallel calls are written one record each), the way Claude
+Code joins them for the API.
 
 A full compaction is appended the way Claude Code's own ``/compact`` writes it: a ``system``
 record of subtype ``compact_boundary`` (parent null, ``logicalParentUuid`` the last record,
@@ -20,11 +23,13 @@ the user is waiting on, and the calls its results answer, are still there on res
 
 from __future__ import annotations
 
+import re
+from array import array
+from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from ..session_files.base import (
     AgentFormat,
@@ -34,11 +39,23 @@ from ..session_files.base import (
     RecordInfo,
     SessionFile,
     ViewMessage,
+    ViewMessages,
 )
+from ..session_files.keys import NONE
+from ..session_files.records import first_value, milliseconds
+from ..session_files.table import MISSING, NO_PARENT, RecordTable
 from ..session_files.ui_copies import shrink_strings
 
 CONVERSATION = ("user", "assistant")
 BOUNDARY = "system:compact_boundary"
+# The record types Claude Code chains by parentUuid (its loader's "message" types): the records a
+# parent link can name, and those its resume walks through.
+CHAIN_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
+# How far back in time Claude Code 2.1.328 looks for the record a missing parent stood for.
+GAP_WINDOW_MS = 5000
+REPLY_SPAN = 4096  # lines after which a reply still open is forgotten (its records come together)
+_NOT_A_STEP = "system:file_snapshot"  # never where a gap leads
+_SESSION_NAME = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\.jsonl")
 # Record types only Claude Code writes, for detection (conversation records have a uuid too).
 _OWN_TYPES = frozenset(
     {
@@ -89,14 +106,15 @@ class ClaudeCode(AgentFormat):
         subtype = record.get("subtype")
         info.kind = f"{kind}:{subtype}" if kind == "system" and isinstance(subtype, str) else kind
         info.id = _text(record.get("uuid"))
-        info.parent = _text(record.get("parentUuid"))
+        info.parent = _text(record.get("parentUuid")) or None  # "" ends the chain, as null
         info.logical_parent = _text(record.get("logicalParentUuid"))
         info.side = record.get("isSidechain") is True
         message = record.get("message")
         if kind == "assistant" and isinstance(message, dict):
             info.turn = _text(message.get("id"))
-        if info.kind == BOUNDARY:
-            info.tag = _preserved_segment(record)
+        if kind in CHAIN_TYPES:
+            time = milliseconds(record.get("timestamp"))
+            info.tag = Boundary(time, _preserved_segment(record)) if info.kind == BOUNDARY else time
 
     def messages(self, record: Record) -> list[dict[str, Any]]:
         message = record.get("message")
@@ -109,18 +127,22 @@ class ClaudeCode(AgentFormat):
             return []
         return [message]  # the record's own dict: what the core changes is the record's
 
-    def view(self, infos: Sequence[RecordInfo]) -> list[ViewMessage]:
-        chain = _whole_replies(infos, _chain(infos))
-        groups: list[list[int]] = []
-        for index in chain:
-            info = infos[index]
-            if info.role is None or info.kind not in CONVERSATION:
+    def view(self, infos: RecordTable) -> ViewMessages:  # type: ignore[override]
+        view = ViewMessages()
+        group: list[int] = []
+        for index in _whole_replies(infos, _chain(infos)):
+            if infos.role(index) is None or infos.kind(index) not in CONVERSATION:
                 continue
-            if groups and _same_message(infos[groups[-1][-1]], info):
-                groups[-1].append(index)
-            else:
-                groups.append([index])
-        return [ViewMessage(tuple(group)) for group in groups]
+            if group and not _same_message(infos, group[-1], index):
+                view.add(group)
+                group = []
+            group.append(index)
+        if group:
+            view.add(group)
+        return view
+
+    def resumed(self, infos: RecordTable, view: Sequence[ViewMessage]) -> Sequence[int]:  # type: ignore[override]
+        return _whole_replies(infos, _chain(infos))
 
     def store(self, record: Record, messages: list[dict[str, Any]], truncated: dict[Any, str]):
         # ``messages`` is the record's own message, already changed; its UI copy follows it
@@ -131,7 +153,7 @@ class ClaudeCode(AgentFormat):
     def compaction_records(self, compaction: Compaction) -> list[Record]:
         last = compaction.last or {}
         shared = {key: last[key] for key in _SESSION_KEYS if key in last}
-        stamp = _timestamp(compaction)
+        stamp = compaction.stamp
         new_id: Callable[[], str] = compaction.new_id or _uuid4
         boundary: Record = {
             "parentUuid": None,
@@ -165,16 +187,22 @@ class ClaudeCode(AgentFormat):
         return [boundary, summary, *_chained_copies(pending, summary, stamp, new_id)]
 
     def session_files(self, home: Path) -> Iterator[SessionFile]:
+        """``projects/<project>/<session id>.jsonl``: the only files Claude Code resumes (a
+        copy by another name, or a snapshot folder among them, is no session of its own)."""
         projects = home / "projects"
         if not projects.is_dir():
             return
         for project in sorted(projects.iterdir()):
-            if not project.is_dir():
+            if not project.is_dir() or project.name.startswith("."):
                 continue
             for path in sorted(project.glob("*.jsonl")):
-                yield SessionFile(path, path.stem, _cwd_of(path) or project.name)
+                if _SESSION_NAME.fullmatch(path.name) and path.is_file():
+                    yield SessionFile(path, path.stem, first_value(path, "cwd") or project.name)
 
     # --- rescue ---
+
+    def resume_parent(self, infos: RecordTable, index: int) -> int:  # type: ignore[override]
+        return Gaps(infos).across(index, bytearray(len(infos)))
 
     def relink(self, record: Record, parent: str | None) -> bool:
         record["parentUuid"] = parent
@@ -185,11 +213,9 @@ class ClaudeCode(AgentFormat):
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, list):
             return None
-        kept = [block for block in content if not _answers(block, call_id)]
+        kept = [b for b in content if not (_is_result(b) and b.get("tool_use_id") == call_id)]
         message["content"] = kept  # type: ignore[index]
-        if not any(
-            isinstance(block, dict) and block.get("type") == "tool_result" for block in kept
-        ):
+        if not any(_is_result(block) for block in kept):
             record.pop("toolUseResult", None)  # the UI copy of the result that went
         return bool(kept)
 
@@ -198,94 +224,154 @@ class ClaudeCode(AgentFormat):
         child of the assistant record that made the call (as parallel calls' results are)."""
         call = answer.record
         shared = {key: call[key] for key in _SESSION_KEYS if key in call}
-        return [
-            {
-                "parentUuid": call.get("uuid"),
-                "isSidechain": False,
-                **shared,
-                "type": "user",
-                "message": {
-                    "role": "user",
-                    "content": [
-                        {
-                            "type": "tool_result",
-                            "content": answer.text,
-                            "is_error": True,
-                            "tool_use_id": call_id,
-                        }
-                    ],
-                },
-                "uuid": answer.new_id(),
-                "timestamp": answer.stamp,
-                "toolUseResult": answer.text,
-                "sourceToolAssistantUUID": call.get("uuid"),
-            }
-            for call_id, _ in answer.calls
-        ]
+        shared |= {"type": "user", "timestamp": answer.stamp, "toolUseResult": answer.text}
+        own = {"parentUuid": call.get("uuid"), "isSidechain": False}
+        answers = []
+        for call_id, _ in answer.calls:
+            result = {"type": "tool_result", "content": answer.text, "is_error": True}
+            message = {"role": "user", "content": [{**result, "tool_use_id": call_id}]}
+            answers.append({**own, **shared, "message": message, "uuid": answer.new_id()})
+        return answers
 
 
-def _answers(block: Any, call_id: Any) -> bool:
-    return (
-        isinstance(block, dict)
-        and block.get("type") == "tool_result"
-        and block.get("tool_use_id") == call_id
-    )
+@dataclass(frozen=True, slots=True)
+class Boundary:
+    """A compaction boundary's tag: its time, and the preserved segment of a newer Claude Code."""
+
+    time: int | None
+    segment: tuple[str, str, str] | None
+
+
+def _is_result(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_result"
 
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _chain(infos: Sequence[RecordInfo]) -> list[int]:
+def _time(infos: RecordTable, index: int) -> int | None:
+    tag = infos.tag(index)
+    return tag.time if isinstance(tag, Boundary) else tag
+
+
+def _chained(infos: RecordTable, index: int) -> bool:
+    """Whether a parent link can name the record (the types Claude Code chains, with a uuid)."""
+    return infos.id(index) != NONE and infos.kind(index).partition(":")[0] in CHAIN_TYPES
+
+
+def _chain(infos: RecordTable) -> array:
     """Indexes of the chain back from the last main-thread conversation record, oldest first.
 
     It stops at the latest compaction boundary. A boundary of a newer Claude Code may name a
     preserved segment (``compactMetadata.preservedSegment``: records from before it, kept
     whole); resume sends it right after its anchor, the summary, and so does the view.
     """
-    by_id = {info.id: index for index, info in enumerate(infos) if info.id is not None}
     leaf = next(
         (
             index
             for index in range(len(infos) - 1, -1, -1)
-            if infos[index].kind in CONVERSATION and not infos[index].side
+            if infos.kind(index) in CONVERSATION and not infos.side(index)
         ),
         None,
     )
-    chain, boundary = _back(infos, by_id, leaf, stop=None)
-    segment = infos[boundary].tag if boundary is not None else None
+    chain, boundary = _back(infos, leaf, stop=None, gaps=Gaps(infos))
+    segment = infos.tag(boundary).segment if boundary is not None else None
     if not segment:
         return chain
-    head, anchor, tail = segment
-    preserved, _ = _back(infos, by_id, by_id.get(tail), stop=by_id.get(head))
-    after = next((n + 1 for n, index in enumerate(chain) if infos[index].id == anchor), 0)
-    return [*chain[:after], *preserved, *chain[after:]]
+    head, anchor, tail = (infos.find(item) for item in segment)
+    preserved, _ = _back(infos, tail, stop=head)
+    after = next((n + 1 for n, index in enumerate(chain) if index == anchor), 0)
+    return chain[:after] + preserved + chain[after:]
 
 
 def _back(
-    infos: Sequence[RecordInfo], by_id: dict[str, int], start: int | None, stop: int | None
-) -> tuple[list[int], int | None]:
+    infos: RecordTable, start: int | None, stop: int | None, gaps: Gaps | None = None
+) -> tuple[array, int | None]:
     """The records from ``start`` back through the parents to ``stop`` (included) or to a
-    compaction boundary (not included, but returned), oldest first."""
-    chain: list[int] = []
-    seen: set[int] = set()
+    compaction boundary (not included, but returned), oldest first; across a missing parent
+    (or one already on the chain) by ``gaps``, if given, else the chain ends there."""
+    chain = array("i")
+    seen = bytearray(len(infos))
     index = start
     boundary = None
-    while index is not None and index not in seen:
-        seen.add(index)
-        info = infos[index]
-        if info.kind == BOUNDARY:
+    while index is not None and not seen[index]:
+        seen[index] = 1
+        if infos.kind(index) == BOUNDARY:
             boundary = index
             break
         chain.append(index)
-        if index == stop:
+        parent = infos.parent_at(index)
+        if index == stop or parent == NO_PARENT:
             break
-        index = by_id.get(info.parent) if info.parent is not None else None
+        if parent == MISSING or seen[parent] or not _chained(infos, parent):
+            parent = gaps.across(index, seen) if gaps is not None else -1
+        index = parent if parent >= 0 else None
     chain.reverse()
     return chain, boundary
 
 
-def _whole_replies(infos: Sequence[RecordInfo], chain: list[int]) -> list[int]:
+class Gaps:
+    """Where Claude Code's resume goes on from a record whose parent is missing, or already on
+    the chain: to the latest record of the same thread (main or side) written at most
+    ``GAP_WINDOW_MS`` before it and not on the chain yet; of records written at the same moment,
+    the first in the file. -1 past a longer gap: the chain ends there. (Claude Code 2.1.328's
+    chain walk, measured with the real agent on sessions with records taken out.)
+
+    Records' times mostly grow line by line: the ones that can be the answer lie between the
+    first line whose running maximum reaches the window and the last whose running minimum
+    (from the end) is before the record's time; only those are looked at.
+    """
+
+    def __init__(self, infos: RecordTable) -> None:
+        self.infos = infos
+        self._bounds: tuple[array, array] | None = None
+
+    def across(self, index: int, seen: bytearray) -> int:
+        infos = self.infos
+        time = _time(infos, index)
+        if time is None:
+            return -1
+        highest, lowest = self._bounds or self._running_bounds()
+        side = infos.side(index)
+        best, best_time = -1, None
+        for candidate in range(bisect_left(highest, time - GAP_WINDOW_MS), len(infos)):
+            if lowest[candidate] > time:  # none from here on is early enough
+                break
+            when = _time(infos, candidate)
+            if when is None or when > time or seen[candidate] or not self._step(candidate, side):
+                continue
+            if best_time is None or when > best_time:  # the first of equal times stays
+                best, best_time = candidate, when
+        return best if best_time is not None and time - best_time <= GAP_WINDOW_MS else -1
+
+    def _step(self, index: int, side: bool) -> bool:
+        infos = self.infos
+        return (
+            _chained(infos, index)
+            and infos.side(index) == side
+            and infos.kind(index) != _NOT_A_STEP
+        )
+
+    def _running_bounds(self) -> tuple[array, array]:
+        """Each line's running maximum of times from the start, and minimum from the end."""
+        infos, never = self.infos, 2**62
+        highest, lowest = array("q"), array("q", [never]) * len(infos)
+        top = -never
+        for index in range(len(infos)):
+            when = _time(infos, index)
+            top = max(top, when) if when is not None else top
+            highest.append(top)
+        bottom = never
+        for index in range(len(infos) - 1, -1, -1):
+            when = _time(infos, index)
+            bottom = min(bottom, when) if when is not None else bottom
+            lowest[index] = bottom
+        self._bounds = (highest, lowest)
+        return self._bounds
+
+
+def _whole_replies(infos: RecordTable, chain: array) -> array:
     """The chain with every record of each reply on it and every result of those records.
 
     Claude Code writes each block of one API reply as its own assistant record (sharing
@@ -293,38 +379,77 @@ def _whole_replies(infos: Sequence[RecordInfo], chain: list[int]) -> list[int]:
     call, so the chain runs through only some of them. Resume puts the whole reply and all its
     results back; so does the view: the reply's records, then their results, in file order.
     """
-    by_turn: dict[Any, list[int]] = {}
-    results_of: dict[str, list[int]] = {}
+    start = min(chain, default=len(infos))
     # only from where the chain starts: a copy of a reply made by a compaction (ctxpack's
     # pending turn) shares its message.id with the original before the boundary
-    for index in range(min(chain, default=len(infos)), len(infos)):
-        info = infos[index]
-        if info.side:
-            continue
-        if info.kind == "assistant" and info.turn is not None:
-            by_turn.setdefault(info.turn, []).append(index)
-        elif info.kind == "user" and info.results and info.parent is not None:
-            results_of.setdefault(info.parent, []).append(index)
-    placed: set[int] = set()
-    view: list[int] = []
+    groups = _Groups(infos, start)
+    placed = bytearray(len(infos))
+    view = array("i")
     for index in chain:
-        if index in placed:
+        if placed[index]:
             continue
-        info = infos[index]
-        if info.kind != "assistant":
+        if infos.kind(index) != "assistant" or infos.turn(index) == NONE:
             view.append(index)
-            placed.add(index)
+            placed[index] = 1
             continue
-        reply = [record for record in by_turn.get(info.turn, [index]) if record not in placed]
-        results = sorted(
-            result
-            for record in reply
-            for result in results_of.get(infos[record].id or "", ())
-            if result not in placed
+        reply = [record for record in groups.reply(infos, index) if not placed[record]] or [index]
+        answers = sorted(
+            result for record in reply for result in groups.results(record) if not placed[result]
         )
-        view.extend(reply + results)
-        placed.update(reply + results)
+        for record in (*reply, *answers):
+            view.append(record)
+            placed[record] = 1
     return view
+
+
+class _Groups:
+    """The main thread's records from ``start`` on grouped as resume groups them: the records of
+    one reply (one turn of the table: sharing ``message.id``, written together), and the results
+    of each call's record. Linked lines in arrays, 12 bytes a line, however many groups."""
+
+    def __init__(self, infos: RecordTable, start: int) -> None:
+        span = len(infos) - start
+        self._start = start
+        self._next = array("i", [-1]) * span  # the reply's next record
+        self._first_result = array("i", [-1]) * span  # a record's first result's line
+        self._next_result = array("i", [-1]) * span
+        last_of_reply: dict[int, int] = {}  # the line that opened a reply -> its latest record
+        for index in range(start, len(infos)):
+            if infos.side(index):
+                continue
+            kind, at = infos.kind(index), index - start
+            if kind == "assistant" and infos.turn(index) != NONE:
+                last = last_of_reply.get(infos.turn(index))
+                if last is not None:
+                    self._next[last - start] = index
+                last_of_reply[infos.turn(index)] = index
+            elif kind == "user" and infos.has_results(index) and infos.parent_at(index) >= start:
+                parent = infos.parent_at(index) - start
+                self._next_result[at] = self._first_result[parent]
+                self._first_result[parent] = index
+            if at % REPLY_SPAN == REPLY_SPAN - 1:  # forget the replies that ended long ago
+                last_of_reply = {t: i for t, i in last_of_reply.items() if i > index - REPLY_SPAN}
+
+    def reply(self, infos: RecordTable, index: int) -> list[int]:
+        """The records of the reply ``index`` is one of, from the first one of it the chain
+        reaches (the line that opened its turn, or the first after the start)."""
+        records, record = [], max(infos.turn(index) - 1, self._start)
+        while record >= 0 and (infos.turn(record) != infos.turn(index) or infos.side(record)):
+            record += 1  # the turn opened before the start: its first record after it
+            if record >= index:
+                record = index
+                break
+        while record >= 0:
+            records.append(record)
+            record = self._next[record - self._start]
+        return records
+
+    def results(self, index: int) -> list[int]:
+        found, result = [], self._first_result[index - self._start]
+        while result >= 0:
+            found.append(result)
+            result = self._next_result[result - self._start]
+        return found
 
 
 def _preserved_segment(boundary: Record) -> tuple[str, str, str] | None:
@@ -339,12 +464,13 @@ def _preserved_segment(boundary: Record) -> tuple[str, str, str] | None:
     return None
 
 
-def _same_message(previous: RecordInfo, info: RecordInfo) -> bool:
-    if previous.role != info.role:
+def _same_message(infos: RecordTable, previous: int, index: int) -> bool:
+    role = infos.role(index)
+    if infos.role(previous) != role:
         return False
-    if info.role == "user":
+    if role == "user":
         return True
-    return info.turn is not None and info.turn == previous.turn
+    return infos.turn(index) != NONE and infos.turn(index) == infos.turn(previous)
 
 
 def _chained_copies(
@@ -367,28 +493,7 @@ def _chained_copies(
     return copies
 
 
-def _timestamp(compaction: Compaction) -> str:
-    now = compaction.now
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
-
-
 def _uuid4() -> str:
     import uuid
 
     return str(uuid.uuid4())
-
-
-def _cwd_of(path: Path, lines: int = 20) -> str | None:
-    """The folder the agent ran in, from the first records that name it."""
-    try:
-        with open(path, "rb") as handle:
-            for _, line in zip(range(lines), handle, strict=False):
-                try:
-                    record = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    continue
-                if isinstance(record, dict) and isinstance(record.get("cwd"), str):
-                    return record["cwd"]
-    except OSError:
-        return None
-    return None

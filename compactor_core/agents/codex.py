@@ -16,7 +16,9 @@ leaves the user messages of the history before it, then its ``message`` as a use
 records after it follow. Codex re-sends its own context (developer messages, the
 ``<environment_context>`` and AGENTS.md user messages) after a compaction by itself, so they are
 system messages here: a full compaction keeps them out of the summary and out of the
-``replacement_history`` it writes.
+``replacement_history`` it writes. So is the encrypted ``compaction`` item of a remote compaction
+(Codex with OpenAI's API: its model's summary of what came before, which only it can read): it
+is kept in the ``replacement_history``, before ctxpack's summary.
 
 Messages are in the core's Anthropic shape: a call is an assistant ``tool_use`` block, an output
 a user ``tool_result`` block. Consecutive assistant-side items are one message (one reply, its
@@ -29,8 +31,9 @@ A full compaction is appended the way Codex writes its own: a ``compacted`` reco
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import closing
+import re
+from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -40,6 +43,7 @@ import orjson
 
 from ..boilerplate import CODEX_SUMMARY_INTRO
 from ..response_items import has_text, is_call, is_context, is_output, texts, tool_use
+from ..session_files.agent_indexes import forget_projection
 from ..session_files.base import (
     AgentFormat,
     Answer,
@@ -47,8 +51,9 @@ from ..session_files.base import (
     Record,
     RecordInfo,
     SessionFile,
-    ViewMessage,
+    ViewMessages,
 )
+from ..session_files.table import RecordTable
 from ..session_files.ui_copies import shrink_strings
 
 RECORD_TYPES = frozenset(
@@ -66,8 +71,12 @@ _SYSTEM_ROLES = frozenset({"developer", "system"})
 # Where UI copies keep a tool's output (keys of an event payload or of its ``item``).
 _OUTPUT_KEYS = ("stdout", "stderr", "aggregated_output", "formatted_output", "output", "result")
 _ITEM_EVENTS = frozenset({"item_started", "item_updated", "item_completed"})
-Entry = tuple[int, int, str]  # a message of the view: (record index, message of it, side)
+# Each message's side, in ``Tag.sides`` (their codes are their places here).
+_SIDES = ("assistant", "results", "user", "summary", "system", "compaction")
+_USER = _SIDES.index("user")
+_JOINED = (_SIDES.index("assistant"), _SIDES.index("results"))  # a run of them is one message
 _ROLLBACK = "thread_rolled_back"
+_ROLLOUT_NAME = re.compile(r"rollout-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-[0-9A-Za-z-]+\.jsonl")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +84,8 @@ class Tag:
     """What ``view`` needs to know of a record beyond its info (``RecordInfo.tag``)."""
 
     # per message of the record: "assistant" (a reply's items), "results" (call outputs),
-    # "user" (a user's turn), "summary" (a compaction's), "system" (Codex's own context)
+    # "user" (a user's turn), "summary" (a compaction's), "system" (Codex's own context),
+    # "compaction" (a remote compaction's encrypted item)
     sides: tuple[str, ...] = ()
     legacy: bool = False  # a compaction without replacement_history
     rollback: int = 0  # user turns a thread_rolled_back event drops
@@ -110,28 +120,30 @@ class Codex(AgentFormat):
             legacy = kind == "compacted" and not isinstance(
                 payload.get("replacement_history"), list
             )
-            info.tag = Tag(sides, legacy)
+            info.tag = _tag(sides, legacy)
 
     def messages(self, record: Record) -> list[dict[str, Any]]:
         return [_message(item) for item in _conversation_items(record)]
 
-    def view(self, infos: Sequence[RecordInfo]) -> list[ViewMessage]:
-        instructions: list[Entry] = []  # the first session_meta's: sent before everything
-        history: list[Entry] = []  # oldest first
-        for index, info in enumerate(infos):
-            tag = info.tag
+    def view(self, infos: RecordTable) -> ViewMessages:  # type: ignore[override]
+        instructions = array("q")  # the first session_meta's: sent before everything
+        history = array("q")  # oldest first
+        for index in range(len(infos)):
+            tag = infos.tag(index)
             if not isinstance(tag, Tag):
                 continue
-            own = [(index, part, side) for part, side in enumerate(tag.sides)]
-            if info.kind == "compacted":
+            kind = infos.kind(index)
+            own = [_entry(index, part, side) for part, side in enumerate(tag.sides)]
+            if kind == "compacted":
                 # the newest compaction replaces what came before; a legacy one keeps the
                 # user's messages of it
-                history = [entry for entry in history if entry[2] == "user"] if tag.legacy else []
+                users = (entry for entry in history if _side_of(entry) == _USER)
+                history = array("q", users if tag.legacy else ())
                 history.extend(own)
-            elif info.kind == "response_item":
+            elif kind == "response_item":
                 history.extend(own)
-            elif info.kind == "session_meta" and not instructions:
-                instructions = own
+            elif kind == "session_meta" and not instructions:
+                instructions.extend(own)
             elif tag.rollback:
                 history = _rolled_back(history, tag.rollback)
         return _grouped(instructions + history)
@@ -157,10 +169,10 @@ class Codex(AgentFormat):
         return changed
 
     def compaction_records(self, compaction: Compaction) -> list[Record]:
-        stamp = _timestamp(compaction)
+        stamp = compaction.stamp
         text = CODEX_SUMMARY_INTRO + compaction.summary
         summary = {"type": "message", "role": "user", "content": [_input_text(text)]}
-        history = [summary, *_pending_items(compaction)]
+        history = [*_earlier_compactions(compaction), summary, *_pending_items(compaction)]
         compacted = {"message": text, "replacement_history": history}
         records: list[Record] = [
             {"timestamp": stamp, "type": "compacted", "payload": compacted},
@@ -174,14 +186,16 @@ class Codex(AgentFormat):
         return records
 
     def after_replace(self, path: Path) -> str | None:
-        return forget_projection(path)
+        return forget_projection(path, _session_meta(path).get("id"))
 
     def session_files(self, home: Path) -> Iterator[SessionFile]:
+        """``sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``: the files Codex writes (a copy by
+        another name, or a snapshot folder among them, is no session of its own)."""
         sessions = home / "sessions"
         if not sessions.is_dir():
             return
-        for path in sorted(sessions.rglob("rollout-*.jsonl")):
-            if path.is_file():
+        for path in sorted(sessions.glob("*/*/*/rollout-*.jsonl")):
+            if _is_rollout(path, sessions):
                 meta = _session_meta(path)
                 session_id = meta.get("id") if isinstance(meta.get("id"), str) else None
                 cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else ""
@@ -226,44 +240,6 @@ class Codex(AgentFormat):
 def _tag(sides: tuple[str, ...], legacy: bool) -> Tag:
     # one shared Tag per shape: a rollout of millions of lines has a handful of them
     return Tag(sides, legacy)
-
-
-# --- Codex's own index of the thread ------------------------------------------------------------
-
-# Codex 0.169 projects each rollout into CODEX_HOME/thread_history_N.sqlite and reads on from the
-# byte offset it stopped at; after a rollout is rewritten those offsets point into the old file,
-# and the next lines Codex projects are read from the wrong place. Without a thread's rows Codex
-# projects its rollout afresh (measured with the real Codex), so they are deleted.
-_PROJECTION_TABLES = ("thread_items", "thread_turns", "thread_history_projection_state")
-
-
-def forget_projection(path: Path) -> str | None:
-    """Delete the thread's projection rows, so Codex rebuilds them from the rollout at ``path``.
-
-    Nothing to do outside a ``CODEX_HOME/sessions/YYYY/MM/DD/`` folder or without the database.
-    A warning line if the database could not be changed.
-    """
-    import sqlite3  # only a rewritten rollout needs it
-
-    home = path.parents[4] if len(path.parents) > 4 else None
-    if home is None or path.parents[3].name != "sessions":
-        return None
-    thread = _session_meta(path).get("id")
-    if not isinstance(thread, str):
-        return None
-    for database in sorted(home.glob("thread_history_*.sqlite")):
-        try:
-            with closing(sqlite3.connect(database, timeout=5)) as connection, connection:
-                tables = {row[0] for row in connection.execute(_TABLES)}
-                for table in _PROJECTION_TABLES:
-                    if table in tables:
-                        connection.execute(f"DELETE FROM {table} WHERE thread_id = ?", (thread,))
-        except sqlite3.Error as error:
-            return f"{database}: could not reset Codex's thread history of {thread}: {error}"
-    return None
-
-
-_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table'"
 
 
 # --- records and their items ---------------------------------------------------------------------
@@ -312,12 +288,19 @@ def _is_conversation(item: Any) -> bool:
     kind = item["type"]
     if kind == "message":
         return isinstance(item.get("role"), str)
-    return kind == "reasoning" or is_call(item) or is_output(item)
+    return kind == "reasoning" or is_call(item) or is_output(item) or _is_compaction(item)
+
+
+def _is_compaction(item: dict[str, Any]) -> bool:
+    """A remote compaction's item: the model's own summary of what came before, encrypted."""
+    return item.get("type") == "compaction" and isinstance(item.get("encrypted_content"), str)
 
 
 def _side(item: dict[str, Any]) -> str:
     if is_output(item):
         return "results"
+    if _is_compaction(item):
+        return "compaction"
     if item.get("type") != "message":
         return "assistant"
     role = item.get("role")
@@ -344,6 +327,8 @@ def _message(item: dict[str, Any]) -> dict[str, Any]:
         return {"role": "user", "content": [block]}
     if is_call(item):
         return {"role": "assistant", "content": [tool_use(item)]}
+    if _is_compaction(item):  # sent again as it is, read by the model alone: kept, never summarized
+        return {"role": "system", "content": [{"type": "text", "text": item["encrypted_content"]}]}
     if item["type"] == "reasoning":
         summary = item.get("summary")
         found = texts(summary) if isinstance(summary, list) else []
@@ -368,26 +353,34 @@ def _input_text(text: str) -> dict[str, str]:
 # --- the view ------------------------------------------------------------------------------------
 
 
-def _rolled_back(history: list[Entry], turns: int) -> list[Entry]:
+def _entry(index: int, part: int, side: str) -> int:
+    """A message of the view in one number: its record, which message of it, its side."""
+    return index << 27 | part << 3 | _SIDES.index(side)  # up to 16M messages a record
+
+
+def _side_of(entry: int) -> int:
+    return entry & 7
+
+
+def _rolled_back(history: array, turns: int) -> array:
     """The history without its newest ``turns`` user turns (each from a user message on)."""
-    starts = [number for number, entry in enumerate(history) if entry[2] == "user"]
+    starts = [number for number, entry in enumerate(history) if _side_of(entry) == _USER]
     if turns <= 0 or not starts:
         return history
     return history[: starts[-min(turns, len(starts))]]
 
 
-def _grouped(history: list[Entry]) -> list[ViewMessage]:
+def _grouped(entries: array) -> ViewMessages:
     """View messages: consecutive assistant-side items are one, so are consecutive outputs."""
-    groups: list[list[Entry]] = []
-    for entry in history:
-        if groups and entry[2] in ("assistant", "results") and groups[-1][-1][2] == entry[2]:
-            groups[-1].append(entry)
-        else:
-            groups.append([entry])
-    return [
-        ViewMessage(tuple(index for index, _, _ in group), tuple(part for _, part, _ in group))
-        for group in groups
-    ]
+    view = ViewMessages()
+    previous = None
+    for entry in entries:
+        side = _side_of(entry)
+        view.add_piece(
+            entry >> 27, entry >> 3 & 0xFFFFFF, join=side in _JOINED and side == previous
+        )
+        previous = side
+    return view
 
 
 def _rollback_turns(payload: dict[str, Any]) -> int:
@@ -422,6 +415,18 @@ def _copied_calls(payload: dict[str, Any]) -> tuple[Any, ...]:
 # --- full compaction -----------------------------------------------------------------------------
 
 
+def _earlier_compactions(compaction: Compaction) -> list[dict[str, Any]]:
+    """The encrypted compaction items of the view, as they are in the file: what Codex's model
+    summarized before, which the new summary cannot replace (it cannot read them)."""
+    items: list[dict[str, Any]] = []
+    for message in compaction.view:
+        for index, part in message.pieces():
+            tag = compaction.infos[index].tag
+            if isinstance(tag, Tag) and part is not None and tag.sides[part] == "compaction":
+                items.append(_conversation_items(compaction.read(index))[part])
+    return items
+
+
 def _pending_items(compaction: Compaction) -> list[dict[str, Any]]:
     """The response items of the pending turn, in view order, as they are in the file."""
     items: list[dict[str, Any]] = []
@@ -444,12 +449,12 @@ def _next_ordinal(compaction: Compaction) -> int | None:
     return ordinal + lines_after + 1
 
 
-def _timestamp(compaction: Compaction) -> str:
-    now = compaction.now
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
-
-
 # --- sessions on this machine --------------------------------------------------------------------
+
+
+def _is_rollout(path: Path, sessions: Path) -> bool:
+    dated = all(folder.isdigit() for folder in path.relative_to(sessions).parts[:3])
+    return dated and _ROLLOUT_NAME.fullmatch(path.name) is not None and path.is_file()
 
 
 def _session_meta(path: Path) -> dict[str, Any]:

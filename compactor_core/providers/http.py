@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, ProviderError, RetryableProviderError, SummaryCutOff
 from ..text import clip
+from .redaction import Redactor
 from .settings import ProviderSettings
 
 if TYPE_CHECKING:
@@ -48,8 +49,6 @@ MAX_RETRY_AFTER = 60.0  # longer than this, the server is not waited for
 RETRYABLE_STATUSES = frozenset({408, 429})  # and every 5xx
 QUOTA_CODES = frozenset({"insufficient_quota", "enforced_spend_limit_reached", "billing_error"})
 MESSAGE_CHARS = 300  # of a server's error message, in ours
-REDACTED = "[redacted]"
-MIN_SECRET = 8
 
 Sleep = Callable[[float], None]
 Clock = Callable[[], float]
@@ -96,7 +95,7 @@ class JsonClient:
         self.timeout = settings.timeout or None  # 0 means no limit
         self.attempts = 0  # requests sent, retries included: for reports and tests
         self._headers = dict(headers)
-        self._secrets = secret_forms(settings)
+        self._redactor = Redactor(settings.api_key)
         self._check_key = settings.check_key
         self._sleep, self._now, self._jitter = sleep, now, jitter
         self._transport = transport
@@ -167,10 +166,9 @@ class JsonClient:
             return self._client
 
     def _decode(self, response: httpx.Response) -> _Reply | _Failure:
-        text = self._text(response)
-        try:
-            data = json.loads(text)
-        except ValueError:
+        data, raw = self._read(response)
+        if data is None:
+            text = self._redactor.text(raw)
             kind = response.headers.get("content-type", "no content type")
             return _Failure(f"the reply is not JSON ({kind}): {clip(text, 160)!r}", False)
         message = error_message(data)
@@ -180,12 +178,8 @@ class JsonClient:
 
     def _http_failure(self, response: httpx.Response) -> _Failure:
         status = response.status_code
-        text = self._text(response)
-        try:
-            data = json.loads(text)
-        except ValueError:
-            data = None
-        said = error_message(data) or clip(text, 160) or response.reason_phrase
+        data, raw = self._read(response)
+        said = error_message(data) or clip(self._redactor.text(raw), 160) or response.reason_phrase
         cause = f"HTTP {status}: {said}"
         if 300 <= status < 400 and response.headers.get("location"):
             cause += f" (redirected to {response.headers['location']}: check --base-url)"
@@ -194,26 +188,20 @@ class JsonClient:
             retryable = False  # waiting will not help before the quota is raised
         return _Failure(cause, retryable, retry_after(response.headers, self._now), status=status)
 
-    def _text(self, response: httpx.Response) -> str:
-        """The body as text, the key scrubbed out before anything can clip it in two."""
-        return scrub(response.content.decode("utf-8", "replace"), self._secrets)
+    def _read(self, response: httpx.Response) -> tuple[Any, str]:
+        """The body's JSON value, the key redacted (None if it is not JSON), and its raw text:
+        redact that before anything clips it."""
+        text = response.content.decode("utf-8", "replace")
+        try:
+            return self._redactor.value(json.loads(text)), text
+        except ValueError:
+            return None, text
 
     def _say(self, cause: str) -> str:
-        return one_line(f"{self.label}: {cause}", self._secrets)
+        return one_line(f"{self.label}: {cause}", self._redactor)
 
 
 # --- keys ----------------------------------------------------------------------------------------
-
-
-def secret_forms(settings: ProviderSettings) -> tuple[str, ...]:
-    """Every form the key may come back in: as given, as sent, and escaped inside JSON text.
-
-    Values shorter than :data:`MIN_SECRET` are left alone: a local server's placeholder key such
-    as ``ollama`` is no secret, and scrubbing it would mangle summaries that name it.
-    """
-    forms = {settings.api_key or "", (settings.api_key or "").strip()}
-    forms |= {json.dumps(form)[1:-1] for form in forms}
-    return tuple(sorted((form for form in forms if len(form) >= MIN_SECRET), key=len, reverse=True))
 
 
 def api_key(settings: ProviderSettings) -> str | None:
@@ -230,15 +218,9 @@ def api_key(settings: ProviderSettings) -> str | None:
     return key
 
 
-def scrub(text: str, secrets: tuple[str, ...]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, REDACTED)
-    return text
-
-
-def one_line(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` on one line, secrets replaced (before joining lines, so none is split)."""
-    return " ".join(scrub(text, secrets).split())
+def one_line(text: str, redactor: Redactor | None = None) -> str:
+    """``text`` on one line, the key redacted (before joining lines, so none is split)."""
+    return " ".join((redactor.text(text) if redactor else text).split())
 
 
 # --- what replies say ---------------------------------------------------------------------------

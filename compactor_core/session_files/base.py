@@ -20,6 +20,7 @@ A new agent is one module with one ``AgentFormat`` subclass, listed in ``registr
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -43,10 +44,14 @@ class ToolResult:
 
 @dataclass(slots=True)
 class RecordInfo:
-    """All that pass 1 keeps of one line: no body, so a 1 GB session indexes in a few MB.
+    """What pass 1 keeps of one line: no body. The framework packs it into its table
+    (``table.RecordTable``, about 50 bytes a line) and gives it back, made afresh, as
+    ``infos[i]``: the ids (``id``, ``parent``, ``logical_parent``, ``turn``, ``copies``, the call
+    ids of ``calls`` and ``results``) come back as their keys, numbers that compare equal when
+    the ids do (``keys.key``).
 
     The format's ``index`` sets ``kind``, ``id``, ``parent``, ``logical_parent``, ``turn``,
-    ``side`` and ``copies``; the framework sets the rest.
+    ``side``, ``copies`` and ``tag``; the framework sets the rest.
     """
 
     line: int  # 1-based line number
@@ -89,6 +94,51 @@ class ViewMessage:
         return list(zip(self.records, self.parts or (None,) * len(self.records), strict=True))
 
 
+class ViewMessages(Sequence[ViewMessage]):
+    """A view's messages, packed in arrays (a view may be millions of messages); each made
+    afresh when read. What a format's ``view`` returns (a list of ``ViewMessage`` does too)."""
+
+    def __init__(self) -> None:
+        self._starts = array("i")  # where each message's pieces begin
+        self._records = array("i")
+        self._parts: array | None = None  # -1: the whole record (None: every piece is)
+
+    def add(self, records: Sequence[int], parts: Sequence[int | None] | None = None) -> None:
+        """A message of these records (and parts of them)."""
+        for number, record in enumerate(records):
+            self.add_piece(record, parts[number] if parts else None, join=number > 0)
+
+    def add_piece(self, record: int, part: int | None = None, join: bool = False) -> None:
+        """A record (or a part of it): the last message's next piece if ``join``, else a new
+        message's first."""
+        if not join or not self._starts:
+            self._starts.append(len(self._records))
+        if part is not None and self._parts is None:
+            self._parts = array("i", [-1]) * len(self._records)
+        self._records.append(record)
+        if self._parts is not None:
+            self._parts.append(-1 if part is None else part)
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def __getitem__(self, number: int) -> ViewMessage:  # type: ignore[override]
+        if number < 0:
+            number += len(self)
+        if not 0 <= number < len(self):
+            raise IndexError(number)
+        start = self._starts[number]
+        end = self._starts[number + 1] if number + 1 < len(self._starts) else len(self._records)
+        records = tuple(self._records[start:end])
+        if self._parts is None:
+            return ViewMessage(records)
+        parts = tuple(None if part < 0 else part for part in self._parts[start:end])
+        return ViewMessage(records, None if all(part is None for part in parts) else parts)
+
+    def __iter__(self) -> Iterator[ViewMessage]:
+        return (self[number] for number in range(len(self)))
+
+
 def by_role(pieces: list[tuple[int, int, str]]) -> list[ViewMessage]:
     """View messages from (record, part, role) in order: consecutive parts of one role are one
     message, as the agent joins them into one turn."""
@@ -119,12 +169,14 @@ class Compaction:
     now: datetime  # the time to stamp new records with (UTC, timezone-aware)
     path: Path | None = None  # the session file, when there is one
     new_id: Any = None  # a function () -> str giving fresh record ids (uuid4 by default)
+    # a function (record index) -> the record parsed afresh: for what the format carries over
+    # whole (Codex's encrypted compaction of what came before, which no summary can read)
+    read: Any = None
 
     @property
     def stamp(self) -> str:
-        """``now`` as the agents write their timestamps: ``2026-12-03T13:17:21.967Z``."""
-        now = self.now
-        return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+        """``now`` the way the agents write a record's time: ``2026-12-02T18:50:21.614Z``."""
+        return self.now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{self.now.microsecond // 1000:03d}Z"
 
 
 @dataclass(frozen=True)
@@ -149,11 +201,13 @@ class SessionFile:
 
 @dataclass
 class Problem:
-    """Something ``check`` found; ``line`` is 0 for the whole file."""
+    """Something ``check`` found; ``line`` is 0 for the whole file. A note does not break or
+    change what the agent resumes (``check`` exits 0 for notes)."""
 
     line: int
     kind: str  # torn-line, invalid-line, dangling-parent, orphan-result, unanswered-call, ...
     detail: str
+    note: bool = False
 
 
 class AgentFormat(ABC):
@@ -187,8 +241,19 @@ class AgentFormat(ABC):
     # --- the view ---
 
     @abstractmethod
-    def view(self, infos: Sequence[RecordInfo]) -> list[ViewMessage]:
-        """The conversation view (SPEC §8.2) from the infos alone, oldest message first."""
+    def view(self, infos: Sequence[RecordInfo]) -> Sequence[ViewMessage]:
+        """The conversation view (SPEC §8.2) from the infos alone, oldest message first.
+
+        ``infos`` is the framework's ``table.RecordTable``: ``infos[i]`` is line i's info, and
+        its accessors (``kind(i)``, ``parent_at(i)``, ``tag(i)``, …) read the same without
+        making an object, for a format that must be fast on millions of lines."""
+
+    def resumed(self, infos: Sequence[RecordInfo], view: Sequence[ViewMessage]) -> Sequence[int]:
+        """The records the agent reads to rebuild the view (what ``check`` finds wrong in them
+        breaks or changes the resume): the view's own and those the agent passes on the way,
+        such as Claude Code's chain through records that are not conversation. By default the
+        view's records."""
+        return [index for message in view for index in message.records]
 
     # --- pass 2 ---
 
@@ -226,6 +291,11 @@ class AgentFormat(ABC):
     # Characters besides the line ending on which the agent's own reader splits a line: written
     # escaped (``\u2028``) in every line ctxpack writes, and escaped in place by ``rescue``.
     line_breaks: ClassVar[tuple[str, ...]] = ()
+
+    def resume_parent(self, infos: Any, index: int) -> int:
+        """The line the agent's resume goes on from when line ``index`` names a parent no
+        record has (``infos``: the ``RecordTable``); -1: it does not guess (the chain ends)."""
+        return -1
 
     def relink(self, record: Record, parent: str | None) -> bool:
         """Make ``record`` the child of the record whose id is ``parent`` (a dangling parent

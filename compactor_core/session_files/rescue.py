@@ -1,16 +1,17 @@
 """``rescue`` on an agent's session file: the repairs, planned from its index (issue 26).
 
-The repairs work on what every format gives the framework (its records' infos, the view, the
+The repairs work on what every format gives the framework (its records' index, the view, the
 records' messages), so a format gets them once it says how its records are re-linked, lose a
 result or gain an answer (``AgentFormat.relink``, ``drop_result``, ``answer_calls``):
 
-- a record whose parent no record has is re-linked to the record before it in the file (what
-  the chain held before a line was lost), so the resumed view is whole again;
+- a record whose parent no record has is re-linked to the record the agent's own resume would
+  go on from (``AgentFormat.resume_parent``), or else to the record before it in the file, so
+  that the resumed view is whole and stays so;
 - a result whose call is not in the view is dropped (its record too, if nothing else is left;
   the records that followed it follow its parent);
 - a call with no result is answered with an error result, as the agent writes a failed call's;
-- an image beyond the APIs' limits becomes its marker; a record over 16 MiB has its tool
-  results shortened to micro's markers;
+- an image beyond the APIs' limits becomes its marker; a record over 16 MiB, or alone over the
+  window, has its tool results shortened to micro's markers;
 - the characters the agent's reader takes for line breaks are escaped.
 
 The plan is made here; nothing is written: the subject's ``rewrite`` hands it to pass 2. What a
@@ -23,14 +24,17 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ..images import size_text
 from ..repairs import ANSWERED, NO_RESULT, RECORD_BYTES, fix_images, shorten_results, side_limit
 from ..tools import UNKNOWN_TOOL
-from .base import Answer, Record, RecordInfo
-from .index import BLANK, SessionIndex, piece_images, read_record, result_holders
+from .base import Answer, Record
+from .check import Speller
+from .index import BLANK, INVALID, SessionIndex, read_record
+from .keys import NONE, LineSet, key
 from .pairs import unpaired
+from .table import MISSING, NO_PARENT, result_holders
 
 Edit = Callable[[Record], object]
 
@@ -46,9 +50,11 @@ class Repairs:
     done: tuple[str, ...] = ()
     left: tuple[str, ...] = ()  # what could not be repaired
 
-    @property
-    def touched(self) -> frozenset[int]:
-        return frozenset(self.edits)
+    def touched(self, lines: int) -> LineSet:
+        touched = LineSet(lines)
+        for index in sorted(self.edits):
+            touched.add(index)
+        return touched
 
     def change(self, index: int, record: Record) -> bool:
         for edit in self.edits.get(index, ()):
@@ -64,21 +70,23 @@ class _Plan:
 
     def __init__(self, handle: BinaryIO, session: SessionIndex, now: datetime | None) -> None:
         self.handle = handle
+        self.session = session
         self.format = session.format
-        self.source = session.source
-        self.infos = [replace(info) for info in session.infos]  # the view follows the repairs
+        self.spell = Speller(session, handle)
         self.stamp = _stamp(now or datetime.now(UTC))
         self.edits: dict[int, list[Edit]] = {}
         self.insert: dict[int, tuple[Record, ...]] = {}
+        self.parents: dict[int, int] = {}  # line -> the line of its new parent (or NO_PARENT)
         self.dropped: set[int] = set()
         self.done: list[str] = []
         self.left: list[str] = []
 
     def line(self, index: int) -> int:
-        return self.infos[index].line
+        return self.session.infos.line(index)
 
     def read(self, index: int) -> Record:
-        record = read_record(self.handle, self.infos[index], self.source)
+        """The record as the repairs so far leave it."""
+        record = read_record(self.handle, self.session.infos, index, self.session.source)
         for edit in self.edits.get(index, ()):
             edit(record)
         return record
@@ -86,14 +94,24 @@ class _Plan:
     def edit(self, index: int, edit: Edit) -> None:
         self.edits.setdefault(index, []).append(edit)
 
-    def index(self, session: SessionIndex) -> SessionIndex:
-        return replace(session, infos=self.infos, view=self.format.view(self.infos))
+    def relink(self, index: int, parent: int) -> None:
+        """Line ``index`` follows line ``parent`` (NO_PARENT: none) from now on."""
+        spelled = self.spell(parent, self.session.infos.id(parent)) if parent >= 0 else None
+        self.edit(index, lambda record: self.format.relink(record, spelled))
+        self.parents[index] = parent
+
+    def index(self) -> SessionIndex:
+        """The index as the repairs so far leave it (the view made again)."""
+        session = self.session
+        if not self.parents and not self.dropped:
+            return session
+        infos = session.infos.patched(self.parents, self.dropped)
+        return replace(session, infos=infos, view=self.format.view(infos))
 
     def repairs(self) -> Repairs:
         edits = {index: tuple(edits) for index, edits in self.edits.items()}
-        return Repairs(
-            edits, self.insert, frozenset(self.dropped), tuple(self.done), tuple(self.left)
-        )
+        dropped = frozenset(self.dropped)
+        return Repairs(edits, self.insert, dropped, tuple(self.done), tuple(self.left))
 
 
 def plan_rescue(
@@ -102,45 +120,47 @@ def plan_rescue(
     """The repairs ``session`` needs, and its index as they leave it."""
     plan = _Plan(handle, session, now)
     _relink(plan)
-    session = plan.index(session)
-    _pairs(plan, session)
-    session = plan.index(session)
+    _pairs(plan, plan.index())
+    session = plan.index()
     _images(plan, session)
     _oversized(plan, session, window)
     _line_breaks(plan, session)
-    return plan.index(session), plan.repairs()
+    return session, plan.repairs()
 
 
 def _relink(plan: _Plan) -> None:
-    """Main-thread records whose parent no record has follow the record before them."""
-    infos = plan.infos
-    ids = {info.id for info in infos if info.id is not None}
-    before: RecordInfo | None = None  # the latest main-thread record with an id so far
-    for index, info in enumerate(infos):
-        if info.parent is not None and info.parent not in ids and not info.side:
-            parent = before.id if before is not None else None
-            plan.edit(index, lambda record, parent=parent: plan.format.relink(record, parent))
-            to = f"line {before.line}" if before is not None else "nothing (a root now)"
+    """Main-thread records whose parent no record has: re-linked where the agent's resume goes
+    on from, else to the record before them (or made roots, if there is none)."""
+    infos = plan.session.infos
+    before = -1  # the latest main-thread record with an id so far
+    for index in range(len(infos)):
+        if infos.parent_at(index) == MISSING and not infos.side(index):
+            guess = plan.format.resume_parent(infos, index)
+            parent = guess if guess >= 0 else before
+            how = "where the agent's resume goes on" if guess >= 0 else "the record before it"
+            to = f"line {infos.line(parent)} ({how})" if parent >= 0 else "nothing (a root)"
+            gone = plan.spell(index, infos.parent_key(index))
+            plan.relink(index, parent if parent >= 0 else NO_PARENT)
             plan.done.append(
-                f"line {info.line}: parent {info.parent} is in no record: follows {to}"
+                f"line {infos.line(index)}: parent {gone} is in no record: follows {to}"
             )
-            info.parent = parent
-        if info.id is not None and not info.side:
-            before = info
+        if infos.id(index) != NONE and not infos.side(index):
+            before = index
 
 
 def _pairs(plan: _Plan, session: SessionIndex) -> None:
-    calls: dict[int, list[tuple[object, str]]] = {}
+    calls: dict[int, list[tuple[Any, str]]] = {}
     for found in unpaired(session):
+        spelled = plan.spell(found.index, found.call)
         if found.is_call:
-            calls.setdefault(found.index, []).append((found.call_id, found.tool))
+            calls.setdefault(found.index, []).append((spelled, found.tool))
         else:
-            _drop_result(plan, found.index, found.call_id)
+            _drop_result(plan, session, found.index, spelled)
     for index, waiting in calls.items():
         _answer(plan, index, tuple(waiting))
 
 
-def _drop_result(plan: _Plan, index: int, call_id: object) -> None:
+def _drop_result(plan: _Plan, session: SessionIndex, index: int, call_id: Any) -> None:
     what = f"line {plan.line(index)}: result of {call_id} without its call"
     kept = plan.format.drop_result(plan.read(index), call_id)
     if kept is None:
@@ -150,18 +170,16 @@ def _drop_result(plan: _Plan, index: int, call_id: object) -> None:
         plan.edit(index, lambda record: plan.format.drop_result(record, call_id))
         plan.done.append(f"{what}: dropped")
         return
-    dropped = plan.infos[index]
     plan.dropped.add(index)
     plan.done.append(f"{what}: its record dropped")
-    for child, info in enumerate(plan.infos):
-        if dropped.id is not None and info.parent == dropped.id:
-            parent = dropped.parent
-            plan.edit(child, lambda record, parent=parent: plan.format.relink(record, parent))
-            info.parent = parent
-    plan.infos[index] = RecordInfo(dropped.line, dropped.offset, dropped.length, BLANK)
+    infos = session.infos
+    parent = infos.parent_at(index)
+    for child in range(index + 1, len(infos)):  # its children follow its parent
+        if infos.parent_at(child) == index:
+            plan.relink(child, parent if parent >= 0 else NO_PARENT)
 
 
-def _answer(plan: _Plan, index: int, calls: tuple[tuple[object, str], ...]) -> None:
+def _answer(plan: _Plan, index: int, calls: tuple[tuple[Any, str], ...]) -> None:
     record = plan.read(index)
     answer = Answer(record, calls, NO_RESULT, plan.stamp, lambda: str(uuid.uuid4()))
     added = plan.format.answer_calls(answer)
@@ -180,17 +198,13 @@ def _answer(plan: _Plan, index: int, calls: tuple[tuple[object, str], ...]) -> N
 def _images(plan: _Plan, session: SessionIndex) -> None:
     """Images beyond the limits, in every record that holds some (the view's count decides the
     side limit: more than 20 in the request, 2000 px)."""
-    in_view = sum(piece_images(session.infos[i], part) for i, part in session.view_pieces)
-    side = side_limit(in_view)
-    for index, info in enumerate(session.infos):
-        if not info.images:
-            continue
-        record = plan.read(index)
-        lines = fix_images(plan.format.messages(record), side)
-        if not lines:
-            continue
-        plan.edit(index, lambda record: _store_images(plan, record, side))
-        plan.done += [f"line {info.line}: {line}" for line in lines]
+    infos = session.infos
+    side = side_limit(sum(infos.piece_images(i, part) for i, part in session.view_pieces))
+    for index in infos.image_lines():
+        lines = fix_images(plan.format.messages(plan.read(index)), side)
+        if lines:
+            plan.edit(index, lambda record: _store_images(plan, record, side))
+            plan.done += [f"line {infos.line(index)}: {line}" for line in lines]
 
 
 def _store_images(plan: _Plan, record: Record, side: int) -> None:
@@ -202,32 +216,46 @@ def _store_images(plan: _Plan, record: Record, side: int) -> None:
 def _oversized(plan: _Plan, session: SessionIndex, window: int) -> None:
     """A record over 16 MiB, or alone over the window: its tool results become markers, and
     the UI copies of them shrink."""
-    shortened: dict[object, str] = {}
-    for index, info in enumerate(session.infos):
-        if info.length <= RECORD_BYTES and info.quarters // 4 <= window:
+    infos = session.infos
+    shortened: dict[Any, str] = {}  # call id -> its tool, of every result shortened
+    for index in range(len(infos)):
+        if infos.length(index) <= RECORD_BYTES and infos.quarters(index) // 4 <= window:
             continue
-        size = f"line {info.line} ({size_text(info.length)})"
-        record = plan.read(index)
-        lines = shorten_results(plan.format.messages(record), session.names)
+        if infos.kind(index) in (BLANK, INVALID) or index in plan.dropped:
+            continue
+        size = f"line {infos.line(index)} ({size_text(infos.length(index))})"
+        messages = plan.format.messages(plan.read(index))
+        calls = [call_id for call_id, _ in result_holders(messages)]
+        lines = shorten_results(messages, _Tools(session))
         if not lines:
-            if info.role is not None:
+            if infos.role(index) is not None:
                 plan.left.append(f"{size}: too big, and holds no tool result to shorten")
             continue
-        for call_id, _ in result_holders(plan.format.messages(plan.read(index))):
-            shortened[call_id] = session.names.get(call_id, UNKNOWN_TOOL)
+        shortened |= {call_id: session.tool(call_id, UNKNOWN_TOOL) for call_id in calls}
         plan.edit(index, lambda record: _store_shortened(plan, record, session))
         plan.done += [f"{size}: {line}" for line in lines]
-    for index, info in enumerate(session.infos):
-        if any(call_id in shortened for call_id in info.copies):
+    keys = {key(call_id) for call_id in shortened}
+    for index, call in infos.copy_rows():
+        if call in keys:
             plan.edit(index, lambda record: plan.format.shrink_copies(record, shortened))
+
+
+class _Tools:
+    """The tool name of a call id, as ``shorten_results`` asks for it."""
+
+    def __init__(self, session: SessionIndex) -> None:
+        self.session = session
+
+    def get(self, call_id: Any, default: Any = None) -> Any:
+        return self.session.tool(call_id, default)
 
 
 def _store_shortened(plan: _Plan, record: Record, session: SessionIndex) -> None:
     messages = plan.format.messages(record)
     truncated = {
-        call_id: session.names.get(call_id, UNKNOWN_TOOL) for call_id, _ in result_holders(messages)
+        call_id: session.tool(call_id, UNKNOWN_TOOL) for call_id, _ in result_holders(messages)
     }
-    shorten_results(messages, session.names)
+    shorten_results(messages, _Tools(session))
     plan.format.store(record, messages, truncated)
 
 
@@ -236,16 +264,19 @@ def _line_breaks(plan: _Plan, session: SessionIndex) -> None:
     breaks = [character.encode() for character in plan.format.line_breaks]
     if not breaks:
         return
-    for index, info in enumerate(session.infos):
-        if index in plan.dropped or info.kind == BLANK:
+    infos = session.infos
+    for index in range(len(infos)):
+        if index in plan.dropped or infos.kind(index) in (BLANK, INVALID):
             continue
-        plan.handle.seek(info.offset)
-        data = plan.handle.read(info.length)
+        plan.handle.seek(infos.offset(index))
+        data = plan.handle.read(infos.length(index))
         found = [b.decode() for b in breaks if b in data]
         if found:
             plan.edit(index, _unchanged)
             names = ", ".join(f"U+{ord(character):04X}" for character in found)
-            plan.done.append(f"line {info.line}: raw {names} (a line break to the agent): escaped")
+            plan.done.append(
+                f"line {infos.line(index)}: raw {names} (a line break to the agent): escaped"
+            )
 
 
 def _unchanged(record: Record) -> None:

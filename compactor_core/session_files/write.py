@@ -5,14 +5,15 @@ knows where every line is); a changed record is written compactly with non-ASCII
 keeping its line's ending (and the file's BOM), but for the characters the agent's reader splits
 lines on (``AgentFormat.line_breaks``), which are escaped; appended records follow the last line,
 which first gets a line ending if it had none; ``rescue`` may also insert records after a line,
-or leave a line out. Whatever the file gained after pass 1 (an agent appending
-meanwhile) is copied too, though the in-place check will then leave the file alone. Nothing is
-held but a block or the line being changed.
+or leave a line out. Whatever the file gained after pass 1 (an agent appending meanwhile) is
+copied too, though the in-place check will then leave the file alone. Nothing is held but a
+block or the line being changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import heapq
+from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
 from ..errors import InputError
@@ -28,17 +29,19 @@ def session_chunks(handle: BinaryIO, session: SessionIndex, rewrite: Rewrite) ->
     """The new file's bytes, a block (or a changed line, or the appended records) at a time."""
     position = 0
     last = b"\n"  # the last byte copied so far
+    infos = session.infos
     breaks = session.format.line_breaks
-    touched = rewrite.touched if rewrite.change is not None else frozenset()
-    for index in sorted(touched | rewrite.dropped | rewrite.insert.keys()):
-        info = session.infos[index]
-        for block in _blocks(handle, position, info.offset):
+    touched = rewrite.touched if rewrite.change is not None else ()
+    for index in _lines(touched, rewrite):
+        offset, length = infos.offset(index), infos.length(index)
+        for block in _blocks(handle, position, offset):
             last = block[-1:]
             yield block
-        position = info.offset + info.length
+        position = offset + length
         if index not in rewrite.dropped:
-            data = _line(handle, session, rewrite, index) if index in touched else None
-            data = data if data is not None else _read(handle, session, index)
+            data = _read(handle, session, index)
+            if index in touched:
+                data = _changed(data, session, rewrite, index)
             last = data[-1:]
             yield data
         added = rewrite.insert.get(index, ())
@@ -57,23 +60,36 @@ def session_chunks(handle: BinaryIO, session: SessionIndex, rewrite: Rewrite) ->
         yield b"".join(_escaped(dumps(record), breaks) + b"\n" for record in rewrite.append)
 
 
+def _lines(touched: Iterable[int], rewrite: Rewrite) -> Iterator[int]:
+    """The lines pass 2 does anything to, in order, each once (``touched`` is in order)."""
+    if not rewrite.dropped and not rewrite.insert:
+        yield from touched
+        return
+    previous = -1
+    for index in heapq.merge(touched, sorted(rewrite.dropped), sorted(rewrite.insert)):
+        if index != previous:
+            yield index
+        previous = index
+
+
 def _read(handle: BinaryIO, session: SessionIndex, index: int) -> bytes:
-    info = session.infos[index]
-    handle.seek(info.offset)
-    data = handle.read(info.length)
-    if len(data) != info.length:
-        raise InputError(f"{session.source}: line {info.line}: changed while being read")
+    offset, length = session.infos.offset(index), session.infos.length(index)
+    handle.seek(offset)
+    data = handle.read(length)
+    if len(data) != length:
+        line = session.infos.line(index)
+        raise InputError(f"{session.source}: line {line}: changed while being read")
     return data
 
 
-def _line(handle: BinaryIO, session: SessionIndex, rewrite: Rewrite, index: int) -> bytes | None:
-    """The line as ``rewrite.change`` leaves it; None if it did not change it."""
-    info = session.infos[index]
-    line = Line(info.line, info.offset, _read(handle, session, index))
+def _changed(data: bytes, session: SessionIndex, rewrite: Rewrite, index: int) -> bytes:
+    """The line as ``rewrite.change`` leaves it (itself, if it does not change it)."""
+    infos = session.infos
+    line = Line(infos.line(index), infos.offset(index), data)
     record = parse_exact(line, session.source)
     assert rewrite.change is not None
     if not rewrite.change(index, record):
-        return None
+        return data
     return line.prefix + _escaped(dumps(record), session.format.line_breaks) + line.ending
 
 

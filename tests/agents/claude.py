@@ -65,8 +65,10 @@ def run_claude(
     resume: str | None = None,
     session_id: str | None = None,
     timeout: float = 120,
+    user: tuple[int, int] | None = None,
 ) -> AgentRun:
-    """``claude -p PROMPT`` in ``cwd``: a new session (``session_id``), or ``resume`` one."""
+    """``claude -p PROMPT`` in ``cwd``: a new session (``session_id``), or ``resume`` one;
+    ``user``: as that (uid, gid), whose the home must be."""
     home.home.mkdir(parents=True, exist_ok=True)
     home.config.mkdir(parents=True, exist_ok=True)
     command: list[str] = [str(agent_bin("claude")), "-p", "--output-format", "json"]
@@ -83,7 +85,7 @@ def run_claude(
         "ANTHROPIC_BASE_URL": server.url,
         "ANTHROPIC_API_KEY": "sk-ant-test-local-server",
     }
-    done = run_agent(command, cwd, env, timeout)
+    done = run_agent(command, cwd, env, timeout, user)
     return AgentRun(
         command, done.returncode, done.stdout, done.stderr, reported_session_id(done.stdout)
     )

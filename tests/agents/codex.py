@@ -40,7 +40,11 @@ class CodexHome:
             raise AssertionError(f"{len(found)} rollout files for session {session_id}")
         return found[0]
 
-    def configure(self, server: ModelServer, auto_compact_tokens: int | None) -> None:
+    def configure(
+        self, server: ModelServer, auto_compact_tokens: int | None, remote_compaction: bool = False
+    ) -> None:
+        """``remote_compaction``: the provider is named OpenAI, and Codex compacts the way it
+        does with OpenAI's own API: the model's encrypted ``compaction`` item."""
         lines = [
             f'model = "{MODEL}"',
             'model_provider = "ctxpack-test"',
@@ -50,7 +54,7 @@ class CodexHome:
             lines.append(f"model_auto_compact_token_limit = {auto_compact_tokens}")
         lines += [
             "[model_providers.ctxpack-test]",
-            'name = "ctxpack test model"',
+            f'name = "{"OpenAI" if remote_compaction else "ctxpack test model"}"',
             f'base_url = "{server.url}/v1"',
             'wire_api = "responses"',
             'env_key = "OPENAI_API_KEY"',
@@ -71,11 +75,12 @@ def run_codex(
     *,
     resume: str | None = None,
     auto_compact_tokens: int | None = None,
+    remote_compaction: bool = False,
     timeout: float = 120,
 ) -> AgentRun:
     """``codex exec PROMPT`` in ``cwd``: a new session, or ``resume`` one."""
     home.home.mkdir(parents=True, exist_ok=True)
-    home.configure(server, auto_compact_tokens)
+    home.configure(server, auto_compact_tokens, remote_compaction)
     command: list[str] = [str(agent_bin("codex")), "exec", "--skip-git-repo-check", "--json"]
     command.append("--dangerously-bypass-approvals-and-sandbox")
     if resume:

@@ -25,6 +25,7 @@ _OUTPUT_ITEMS = ("function_call_output", "custom_tool_call_output")
 class Conversation:
     messages: list[dict[str, Any]]
     size: int  # bytes of the conversation as the agent sent it (messages / input, JSON)
+    compactions: tuple[str, ...] = ()  # Codex: the encrypted compaction items it sent
 
     @property
     def calls(self) -> dict[str, str]:
@@ -109,7 +110,10 @@ def codex_conversation(body: dict[str, Any]) -> Conversation:
             messages[-1]["content"].append(block)
         else:
             messages.append({"role": role, "content": [block]})
-    return Conversation(messages, len(json.dumps(items, ensure_ascii=False).encode()))
+    compactions = tuple(
+        item["encrypted_content"] for item in items if item.get("type") == "compaction"
+    )
+    return Conversation(messages, len(json.dumps(items, ensure_ascii=False).encode()), compactions)
 
 
 def _as_block(item: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
@@ -131,6 +135,27 @@ def _as_block(item: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
         role = "system" if item.get("role") == "developer" else item.get("role", "user")
         return role, {"type": "text", "text": text}
     return "system", None  # reasoning, tool lists, settings: not conversation
+
+
+def outline(messages: list[dict[str, Any]]) -> list[tuple[str, tuple[tuple[str, Any], ...]]]:
+    """What decides a conversation's shape, to compare a view with what an agent sent: each
+    message's role and its texts, calls and results, in order. Left out: system messages and the
+    system reminders Claude Code adds to user messages (its own context, not the session's)."""
+    shape = []
+    for message in messages:
+        if message.get("role") == "system":
+            continue
+        content = message.get("content")
+        parts: list[tuple[str, Any]] = []
+        for block in [{"type": "text", "text": content}] if isinstance(content, str) else content:
+            if _is(block, "text") and not block["text"].startswith("<system-reminder>"):
+                parts.append(("text", block["text"]))
+            elif _is(block, "tool_use"):
+                parts.append(("call", block["id"]))
+            elif _is(block, "tool_result"):
+                parts.append(("result", block["tool_use_id"]))
+        shape.append((message["role"], tuple(parts)))
+    return shape
 
 
 def text_of(content: Any) -> str:

@@ -36,18 +36,25 @@ class Unchanged:
 
     held: FileResults
     sent: Conversation
+    checked: tuple[int, str]  # what `ctxpack check` said of the file: exit status, its lines
 
 
 def resume_unchanged(session: Session, scratch: Path) -> Unchanged:
     """The agent resumes an unchanged copy of its own session."""
     copy = session.copy_to(scratch / "unchanged")
     held = tool_results(copy)
-    return Unchanged(held, resume(copy))
+    return Unchanged(held, resume(copy), checked(copy.path))
+
+
+def checked(path: Path) -> tuple[int, str]:
+    done = run("check", path)
+    return done.returncode, done.stdout.decode()
 
 
 def check_unchanged(unchanged: Unchanged) -> None:
-    """The agent sent what the file holds."""
+    """The agent sent what the file holds; ``check`` calls the agent's own file healthy."""
     held, sent = unchanged.held, unchanged.sent
+    assert unchanged.checked[0] == 0 and ": healthy" in unchanged.checked[1], unchanged.checked
     assert sent.pairing_problems() == []
     assert held.since_compaction <= set(sent.results), "a result after the compaction was not sent"
     for call_id, content in sent.results.items():
@@ -60,6 +67,7 @@ def check_transform(session: Session, baseline: Conversation, name: str, scratch
     copy = session.copy_to(scratch / name)
     done = run(*arguments, *IN_PLACE, copy.path, timeout=300)
     assert done.returncode == 0, done.stderr.decode()
+    assert checked(copy.path)[0] == 0, checked(copy.path)
     shrink = check(baseline, resume(copy), scratch)
     print(f"{session.agent} {copy.session_id} {name}: {shrink}")  # the figures, with pytest -s
     return shrink

@@ -59,8 +59,14 @@ class AgentRun:
 
 
 def run_agent(
-    command: Sequence[str | Path], cwd: Path, env: dict[str, str], timeout: float
+    command: Sequence[str | Path],
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+    user: tuple[int, int] | None = None,
 ) -> subprocess.CompletedProcess[str]:
+    """Run an agent; ``user``: as that (uid, gid) instead of this process's user (as root)."""
+    as_user = {"user": user[0], "group": user[1], "extra_groups": []} if user else {}
     return subprocess.run(
         [str(part) for part in command],
         cwd=cwd,
@@ -69,6 +75,7 @@ def run_agent(
         capture_output=True,
         text=True,
         timeout=timeout,
+        **as_user,
     )
 
 

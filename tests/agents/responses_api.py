@@ -4,10 +4,16 @@ The events are those of the Responses API: ``response.created``, per output item
 ``response.output_item.added`` (text items also ``response.output_text.delta``) and
 ``response.output_item.done``, then ``response.completed`` with the usage Codex counts its
 context by (and decides on auto-compaction by).
+
+Two compactions: Codex's own (local) one asks for a summary with a prompt; the remote one, for a
+provider named OpenAI (``responses_compaction_v2``), sends the history with a
+``compaction_trigger`` item last and takes one ``compaction`` item back, whose
+``encrypted_content`` only the server can read (here: the summary, base64-encoded).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -24,9 +30,23 @@ def is_compaction(body: dict[str, Any]) -> bool:
     return _COMPACT_REQUEST in json.dumps(items[-1])
 
 
+def is_remote_compaction(body: dict[str, Any]) -> bool:
+    """Whether Codex asks for a remote compaction (an encrypted compaction item)."""
+    items = body.get("input") or [{}]
+    return isinstance(items[-1], dict) and items[-1].get("type") == "compaction_trigger"
+
+
+def encrypted(summary: str) -> str:
+    return "gAAAAB" + base64.b64encode(summary.encode()).decode()
+
+
 def output_items(reply: Reply) -> list[dict[str, Any]]:
     """The reply as Responses API output items: a message, then one function call per call."""
     items: list[dict[str, Any]] = []
+    if reply.compaction:
+        items.append(
+            {"type": "compaction", "id": new_id("cmp_"), "encrypted_content": reply.compaction}
+        )
     if reply.text:
         items.append(
             {

@@ -35,8 +35,10 @@ def _claude(session: Session, prompt: str, server: ModelServer) -> AgentRun:
 
 
 def _codex(session: Session, prompt: str, server: ModelServer) -> AgentRun:
-    home = CodexHome(session.root)
-    return run_codex(home, session.project, prompt, server, resume=session.session_id)
+    home, remote = CodexHome(session.root), session.remote_compaction
+    return run_codex(
+        home, session.project, prompt, server, resume=session.session_id, remote_compaction=remote
+    )
 
 
 def _gemini(session: Session, prompt: str, server: ModelServer) -> AgentRun:

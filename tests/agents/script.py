@@ -26,6 +26,7 @@ class Reply:
     text: str = ""
     calls: tuple[ToolCall, ...] = ()
     thinking: str = ""  # Claude Code only: a thinking block with a (made-up) signature
+    compaction: str = ""  # Codex only: the encrypted item of a remote compaction
 
 
 DONE = Reply(text="Done.")

@@ -161,6 +161,8 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             elif path == "/v1/responses" and isinstance(body, dict):
                 if responses_api.is_compaction(body):
                     reply = Reply(text=server.script.summary)
+                elif responses_api.is_remote_compaction(body):
+                    reply = Reply(compaction=responses_api.encrypted(server.script.summary))
                 else:
                     reply = server.script.next_reply()
                 model = str(body.get("model"))

@@ -36,6 +36,7 @@ class Workload:
     turns_after: int = 5  # and after it: more tool-result turns than micro keeps whole
     output_lines: int = 700  # lines of each shell output (about 30 characters each)
     compact: bool = True
+    remote_compaction: bool = False  # Codex: compact as with OpenAI's API (an encrypted item)
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class Session:
     project: Path  # the working folder
     session_id: str
     path: Path  # the session file
+    remote_compaction: bool = False  # Codex: its provider is named OpenAI (see Workload)
 
     def copy_to(self, root: Path) -> Session:
         """The same session in a fresh scratch home: its file and project folder, nothing else.
@@ -62,7 +64,7 @@ class Session:
         if self.agent == "qwen-code":  # so do the folder's name and every record's cwd
             path = _moved(path, QwenHome(root).chats(project))
             _rewrite_cwd(path, self.project, project)
-        return Session(self.agent, root, project, self.session_id, path)
+        return Session(self.agent, root, project, self.session_id, path, self.remote_compaction)
 
 
 def _rewrite_cwd(path: Path, old: Path, new: Path) -> None:
@@ -178,12 +180,19 @@ def make_codex_session(root: Path, workload: Workload) -> Session:
             # without tools, so that it does not compact again in the middle of one.
             server.script.extend([Reply(text="Noted.")])
             run_codex(
-                home, project, CHECKPOINT, server, resume=session_id, auto_compact_tokens=1000
+                home,
+                project,
+                CHECKPOINT,
+                server,
+                resume=session_id,
+                auto_compact_tokens=1000,
+                remote_compaction=workload.remote_compaction,
             ).check()
             for turn in range(workload.turns, workload.turns + workload.turns_after):
                 _codex_turn(home, project, server, session_id, turn, workload)
     assert session_id is not None
-    return Session("codex", root, project, session_id, home.session_file(session_id))
+    path = home.session_file(session_id)
+    return Session("codex", root, project, session_id, path, workload.remote_compaction)
 
 
 def _codex_turn(
@@ -207,6 +216,8 @@ def _codex_turn(
         ]
     )
     prompt = f"Request {turn}: build, test and read the report."
-    run = run_codex(home, project, prompt, server, resume=session_id).check()
+    remote = workload.remote_compaction
+    run = run_codex(home, project, prompt, server, resume=session_id, remote_compaction=remote)
+    run.check()
     assert run.session_id is not None
     return run.session_id
