@@ -305,7 +305,7 @@ class MessagesSubject:
             tokens = plan.tokens if plan.cuts else self.tokens()
             full = Status.WOULD_RUN if plan.cuts else Status.NOT_RUN
             changed = done.truncated > 0 or bool(plan.cuts)
-            return Outcome(changed, done.truncated, full, tokens_after=tokens)
+            return Outcome(changed, done.truncated, full=full, tokens_after=tokens)
         taken: list[str] = []
 
         def before_summary() -> None:  # SPEC §3.3: before the model is asked
