@@ -41,10 +41,13 @@ def warnings_of(report: Report, command: str, threshold: int, strict: bool) -> l
     return statuses
 
 
-def repair_lines(report: Report, dry_run: bool) -> None:
+def repair_lines(report: Report, command: str, dry_run: bool) -> None:
     """rescue: a line for each repair made (or, in a dry run, that would be)."""
+    outcome = report.outcome
+    if command == "rescue" and not (outcome.repairs or outcome.left or report.error):
+        io.warn(f"{report.label}: nothing to repair")
     verb = "would repair" if dry_run else "repaired"
-    for line in report.outcome.repairs:
+    for line in outcome.repairs:
         io.warn(f"{report.label}: {verb}: {line}")
 
 
