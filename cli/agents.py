@@ -118,8 +118,10 @@ def _count(number: int, what: str) -> str:
 def sessions(agent: str | None, over: int | None, min_idle: float, as_json: bool) -> None:
     """List the agents' sessions on this machine, newest first.
 
-    Claude Code's from $CLAUDE_CONFIG_DIR (default ~/.claude), Codex's from $CODEX_HOME
-    (default ~/.codex): agent, id, project, size, estimate, last change, in use, path.
+    Each agent's from its own home: $CLAUDE_CONFIG_DIR (default ~/.claude), $CODEX_HOME
+    (~/.codex), $GEMINI_CLI_HOME (~, its .gemini), $QWEN_HOME (~/.qwen), $PI_CODING_AGENT_DIR
+    (~/.pi/agent), $COPILOT_HOME (~/.copilot). A row: agent, id, project, size, estimate,
+    last change, in use, path.
     """
     from compactor_core.formats import dumps
     from compactor_core.session_files.listing import list_sessions

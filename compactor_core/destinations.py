@@ -48,8 +48,21 @@ NOTHING_WRITTEN = Written()
 SOURCE, SETTINGS, TOKENS = "ctxpack-source", "ctxpack-settings", "ctxpack-tokens"
 
 
+class _Elsewhere:
+    """What a destination that writes the result somewhere new does by default: the input is
+    not kept, nothing is current already, nothing to check before the run."""
+
+    keeps_input = False
+
+    def current(self, source: Source) -> Report | None:
+        return None
+
+    def prepare(self, document: Document, run: RunSettings) -> None:
+        pass
+
+
 @dataclass(frozen=True)
-class ToStream:
+class ToStream(_Elsewhere):
     """Standard output, or any stream: ``write`` takes the result's chunks (the front end's).
 
     ``terminal``: the stream is a terminal (the front end knows), where an agent's session file,
@@ -58,10 +71,6 @@ class ToStream:
 
     write_chunks: Callable[[Iterable[bytes]], None]
     terminal: bool = False
-    keeps_input = False
-
-    def current(self, source: Source) -> Report | None:
-        return None
 
     def prepare(self, document: Document, run: RunSettings) -> None:
         if self.terminal and document.guarded:
@@ -79,19 +88,12 @@ class ToStream:
 
 
 @dataclass(frozen=True)
-class ToFile:
+class ToFile(_Elsewhere):
     """A local file: ``-o FILE`` (the result written anew), or a file of an output folder
     (``mirror``: see the module's decisions)."""
 
     path: Path
     mirror: bool = False
-    keeps_input = False
-
-    def current(self, source: Source) -> Report | None:
-        return None
-
-    def prepare(self, document: Document, run: RunSettings) -> None:
-        pass
 
     def write(
         self, document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool
@@ -116,22 +118,18 @@ class ToFile:
 
 
 @dataclass(frozen=True)
-class ToObject:
+class ToObject(_Elsewhere):
     """An object at a URL: ``-o URL``, or an object under an output URL (``mirror``), which
     records the input's version and the settings' key, so a re-run skips it when current."""
 
     url: str
     mirror: bool = False
     settings_key: str = ""
-    keeps_input = False
 
     def current(self, source: Source) -> Report | None:
         if not self.mirror:
             return None
         return _current(self.url, self.settings_key, _version(source))
-
-    def prepare(self, document: Document, run: RunSettings) -> None:
-        pass
 
     def write(
         self, document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool

@@ -11,6 +11,7 @@ test_agents_resume_{gemini,qwen,pi,copilot}.py.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import time
@@ -22,6 +23,7 @@ from helpers import TESTS, invoke
 
 from compactor_core.micro import is_marker
 from compactor_core.session_files import registry
+from compactor_core.session_files.index import index_session, load_view
 
 FIXTURES = TESTS / "fixtures" / "more_agents"
 AGENTS = ("gemini-cli", "qwen-code", "pi", "copilot-cli")
@@ -33,6 +35,13 @@ COMPACTIONS = {
     "qwen-code": lambda record: record.get("subtype") == "chat_compression",
     "pi": lambda record: record.get("type") == "compaction",
     "copilot-cli": lambda record: record.get("type") == "session.compaction_complete",
+}
+
+# How an agent chains its records: (the key naming a record's parent, the key of its own id).
+CHAINS = {
+    "qwen-code": ("parentUuid", "uuid"),
+    "pi": ("parentId", "id"),
+    "copilot-cli": ("parentId", "id"),
 }
 
 
@@ -115,6 +124,10 @@ def test_full_appends_the_agents_own_compaction_and_leaves_the_rest(
     assert after.startswith(original)
     appended = [json.loads(line) for line in after[len(original) :].splitlines()]
     assert appended and COMPACTIONS[agent](appended[0])
+    if agent in CHAINS:  # the compaction is the child of a record the file holds, by its id
+        parent, own = CHAINS[agent]
+        ids = {json.loads(line).get(own) for line in original.splitlines()}
+        assert appended[0][parent] in ids - {None}
     assert tokens(path) < before  # Copilot: its system prompt is most of it
     assert invoke("check", path).exit_code == 0
     assert invoke("restore", path).exit_code == 0 and path.read_bytes() == original
@@ -214,14 +227,14 @@ def test_sessions_finds_each_agents_sessions_under_its_own_home(tmp_path: Path) 
 # --- Gemini CLI's log of one mutable record ------------------------------------------------------
 
 
-def gemini_view(data: bytes) -> list[dict[str, Any]]:
-    import io
-
-    from compactor_core.session_files.index import index_session, load_view
-
+def view_of(agent: str, data: bytes) -> list[dict[str, Any]]:
     handle = io.BytesIO(data)
-    session = index_session(handle, registry.get("gemini-cli"), "s")
+    session = index_session(handle, registry.get(agent), "s")
     return load_view(handle, session)
+
+
+def gemini_view(data: bytes) -> list[dict[str, Any]]:
+    return view_of("gemini-cli", data)
 
 
 def test_gemini_a_rewind_drops_its_message_and_every_later_one() -> None:
@@ -251,3 +264,19 @@ def test_gemini_the_last_record_of_an_id_wins_in_the_place_of_its_first() -> Non
     texts = [b.get("text") for m in view for b in m["content"] if b.get("type") == "text"]
     assert "Rewritten answer." in texts
     assert texts.index("Rewritten answer.") < len(texts) - 2  # where the message first came
+
+
+def test_pi_a_compaction_keeps_the_entries_from_its_first_kept_one_on() -> None:
+    data = (FIXTURES / "pi.jsonl").read_bytes()
+    records = [json.loads(line) for line in data.splitlines()]
+    leaf, kept = records[-1]["id"], records[-4]["id"]  # the last assistant, a result before it
+
+    def compacted(first_kept: str) -> list[Any]:
+        entry = {"type": "compaction", "id": "c0ffee00", "parentId": leaf, "summary": "S"}
+        entry |= {"timestamp": "2026-12-03T10:00:00.000Z", "firstKeptEntryId": first_kept}
+        return view_of("pi", data + json.dumps(entry).encode() + b"\n")
+
+    alone, with_kept = compacted("c0ffee00"), compacted(kept)
+    assert len(alone) == 1  # the summary, nothing kept
+    assert len(with_kept) > 1 and with_kept[0] == alone[0]
+    assert json.dumps(records[-1]["message"]["content"][0]) in json.dumps(with_kept[-1])

@@ -163,9 +163,7 @@ class CopilotCli(AgentFormat):
             },
             "id": new_id(),
             "timestamp": stamp,
-            "parentId": next(
-                (info.id for info in reversed(compaction.infos) if info.id is not None), None
-            ),
+            "parentId": compaction.newest_id("id"),
         }
         records = [event]
         for pending, _ in compaction.pending:

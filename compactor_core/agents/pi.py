@@ -33,6 +33,7 @@ from ..session_files.base import (
     SessionFile,
     ViewMessage,
 )
+from ..session_files.keys import key
 from ..session_files.records import first_record
 from ..session_files.ui_copies import shrink_strings
 
@@ -113,7 +114,8 @@ class Pi(AgentFormat):
         else:
             first_kept = infos[path[compaction]].tag
             start = next(
-                (n for n in range(compaction) if infos[path[n]].id == first_kept), compaction
+                (n for n in range(compaction) if infos[path[n]].id == key(first_kept)),
+                compaction,
             )
             order = [path[compaction], *path[start:compaction], *path[compaction + 1 :]]
         groups: list[list[int]] = []
@@ -142,12 +144,11 @@ class Pi(AgentFormat):
         own = _new_id(compaction)
         pending = [record for record, _ in compaction.pending]
         first_kept = next((r["id"] for r in pending if isinstance(r.get("id"), str)), own)
-        leaf = next((info.id for info in reversed(compaction.infos) if info.id is not None), None)
         return [
             {
                 "type": COMPACTION,
                 "id": own,
-                "parentId": leaf,
+                "parentId": compaction.newest_id("id"),
                 "timestamp": compaction.stamp,
                 "summary": compaction.summary,
                 "firstKeptEntryId": first_kept,
@@ -272,8 +273,8 @@ def _new_id(compaction: Compaction) -> str:
         return compaction.new_id()
     import uuid
 
-    taken = {info.id for info in compaction.infos}
+    taken = {info.id for info in compaction.infos}  # the ids' keys
     while True:
         candidate = uuid.uuid4().hex[:8]
-        if candidate not in taken:
+        if key(candidate) not in taken:
             return candidate

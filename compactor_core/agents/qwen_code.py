@@ -118,10 +118,7 @@ class QwenCode(AgentFormat):
             {"role": gemini_parts.MODEL, "parts": [{"text": ACKNOWLEDGEMENT}]},
             *_pending_contents(compaction),
         ]
-        leaf = next(
-            (info.id for info in reversed(compaction.infos) if _on_chain(info)),
-            last.get("uuid"),
-        )
+        leaf = compaction.newest_id("uuid", _on_chain) or last.get("uuid")
         record: Record = {
             "uuid": new_id(),
             "parentUuid": leaf,

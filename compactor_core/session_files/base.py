@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -177,6 +177,16 @@ class Compaction:
     def stamp(self) -> str:
         """``now`` the way the agents write a record's time: ``2026-12-02T18:50:21.614Z``."""
         return self.now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{self.now.microsecond // 1000:03d}Z"
+
+    def newest_id(self, field: str, accepts: Callable[[RecordInfo], bool] | None = None) -> Any:
+        """The own id (``record[field]``) of the newest record that has one and that ``accepts``
+        takes, read from its line: the index keeps ids only as keys. None: no record has one."""
+        infos = self.infos
+        for index in range(len(infos) - 1, -1, -1):
+            info = infos[index]
+            if info.id is not None and (accepts is None or accepts(info)):
+                return self.read(index).get(field)
+        return None
 
 
 @dataclass(frozen=True)
