@@ -21,9 +21,9 @@ from helpers import run
 from cli.exit_codes import ExitStatus
 
 # What the agent does with the damaged session by itself, measured with Claude Code 2.1.328,
-# Codex 0.169.0 and Copilot CLI 1.0.102: "fails" (exits non-zero, or sends a request the API
-# refuses), "loses" (resumes, but sends less of the conversation than the undamaged session),
-# "copes" (sends it all).
+# Codex 0.169.0, Copilot CLI 1.0.102, pi 0.73.1 and Qwen Code 0.24.4: "fails" (exits non-zero,
+# or sends a request the API refuses), "loses" (resumes, but sends less of the conversation
+# than the undamaged session), "copes" (sends it all).
 FAILS, LOSES, COPES = "fails", "loses", "copes"
 CASES = {
     ("claude-code", "big_image"): FAILS,
@@ -40,6 +40,10 @@ CASES = {
     ("copilot-cli", "huge_record"): LOSES,  # it drops the 20 MB event, and what follows it
     ("copilot-cli", "removed_result"): COPES,
     ("copilot-cli", "line_separator"): COPES,  # its reader no longer splits on U+2028
+    ("pi", "huge_record"): FAILS,
+    ("pi", "removed_result"): COPES,
+    ("qwen-code", "huge_record"): COPES,  # it truncates a tool's output before it sends it
+    ("qwen-code", "removed_result"): COPES,
 }
 AGENTS = sorted({agent for agent, _ in CASES})
 

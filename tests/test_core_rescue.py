@@ -273,3 +273,17 @@ def test_a_sound_session_is_left_as_it_is() -> None:
     for source in (CLAUDE, CODEX, *sorted((FIXTURES / "more_agents").glob("*.jsonl"))):
         result, outcome = rescued(source.read_bytes())
         assert (result, outcome.repairs, outcome.changed) == (source.read_bytes(), (), False)
+
+
+@pytest.mark.parametrize("agent", ["pi", "qwen-code"])
+def test_pi_and_qwen_answer_a_lost_result_in_the_resumed_chain(agent: str, tmp_path: Path) -> None:
+    path = tmp_path / f"{agent}.jsonl"
+    path.write_bytes((FIXTURES / "more_agents" / f"{agent}.jsonl").read_bytes())
+    removed_result(path, agent, newest=True)  # after the fixture's compaction
+    data = path.read_bytes()
+    assert "unanswered-call" in session_problems(data, agent)
+    result, outcome = rescued(data)
+    assert session_problems(result, agent) & BROKEN == set()
+    assert len(outcome.repairs) == 1 and outcome.repairs[0].endswith("answered with an error")
+    after = index_session(io.BytesIO(result), get(agent), "<s>")
+    assert NO_RESULT in json.dumps(load_view(io.BytesIO(result), after))  # on the resumed path

@@ -27,6 +27,7 @@ from typing import Any
 from ..formats import Message
 from ..session_files.base import (
     AgentFormat,
+    Answer,
     Compaction,
     Record,
     RecordInfo,
@@ -34,7 +35,7 @@ from ..session_files.base import (
     ViewMessage,
 )
 from ..session_files.keys import key
-from ..session_files.records import first_record
+from ..session_files.records import first_record, milliseconds
 from ..session_files.ui_copies import shrink_strings
 
 HEADER = "session"
@@ -158,9 +159,33 @@ class Pi(AgentFormat):
             }
         ]
 
+    # --- rescue ---
+
+    chains_answers = True  # the resume follows one path of the entries' tree
+
     def relink(self, record: Record, parent: str | None) -> bool:
         record["parentId"] = parent
         return True
+
+    def drop_result(self, record: Record, call_id: Any) -> bool | None:
+        message = record.get("message")
+        if not isinstance(message, dict) or message.get("toolCallId") != call_id:
+            return None
+        return False  # a result is an entry of its own: it goes whole
+
+    def answer_calls(self, answer: Answer) -> list[Record]:
+        """A failed ``toolResult`` entry for each call, chained after the call's entry."""
+        entries: list[Record] = []
+        parent = answer.record.get("id")
+        for call_id, tool in answer.calls:
+            own = answer.new_id().replace("-", "")[:8]  # pi's ids: 8 hexadecimal digits
+            text = [{"type": "text", "text": answer.text}]
+            result = {"role": "toolResult", "toolCallId": call_id, "toolName": tool}
+            result |= {"content": text, "isError": True, "timestamp": milliseconds(answer.stamp)}
+            entry = {"type": "message", "id": own, "parentId": parent}
+            entries.append({**entry, "timestamp": answer.stamp, "message": result})
+            parent = own
+        return entries
 
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         for path in sorted((home / "sessions").glob("*/*.jsonl")):

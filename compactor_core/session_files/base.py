@@ -302,6 +302,10 @@ class AgentFormat(ABC):
     # escaped (``\u2028``) in every line ctxpack writes, and escaped in place by ``rescue``.
     line_breaks: ClassVar[tuple[str, ...]] = ()
 
+    # Whether the answers ``answer_calls`` writes continue the call's chain (the records that
+    # followed the call follow the last answer), as in an agent that resumes one path of a tree.
+    chains_answers: ClassVar[bool] = False
+
     def resume_parent(self, infos: Any, index: int) -> int:
         """The line the agent's resume goes on from when line ``index`` names a parent no
         record has (``infos``: the ``RecordTable``); -1: it does not guess (the chain ends)."""

@@ -29,7 +29,7 @@ from typing import Any, BinaryIO
 from ..images import size_text
 from ..repairs import ANSWERED, NO_RESULT, RECORD_BYTES, fix_images, shorten_results, side_limit
 from ..tools import UNKNOWN_TOOL
-from .base import Answer, Record
+from .base import Answer, Record, RecordInfo
 from .check import Speller
 from .index import BLANK, INVALID, SessionIndex, read_record
 from .keys import NONE, LineSet, key
@@ -190,9 +190,22 @@ def _answer(plan: _Plan, index: int, calls: tuple[tuple[Any, str], ...]) -> None
         return
     if added:
         plan.insert[index] = (*plan.insert.get(index, ()), *added)
+        if plan.format.chains_answers:
+            _follow_answers(plan, index, added[-1])
     else:  # answered in the call's own record
         plan.edit(index, lambda record: plan.format.answer_calls(replace(answer, record=record)))
     plan.done.append(f"{what}: {ANSWERED}")
+
+
+def _follow_answers(plan: _Plan, index: int, last: Record) -> None:
+    """The records that followed the call's record follow its last answer, in the file (the
+    index keeps them where they were: the answers are not in it)."""
+    info = RecordInfo(0, 0, 0)
+    plan.format.index(last, info)
+    infos = plan.session.infos
+    for child in range(index + 1, len(infos)):
+        if plan.parents.get(child, infos.parent_at(child)) == index and not infos.side(child):
+            plan.edit(child, lambda record: plan.format.relink(record, info.id))
 
 
 def _images(plan: _Plan, session: SessionIndex) -> None:

@@ -111,10 +111,10 @@ def line_separator(path: Path, agent: str) -> str:
     return "a raw U+2028 in the first request"
 
 
-def removed_result(path: Path, agent: str) -> str:
-    """The oldest tool result is removed from the file; its call stays."""
+def removed_result(path: Path, agent: str, newest: bool = False) -> str:
+    """The oldest (or the newest) tool result is removed from the file; its call stays."""
     records = _records(path)
-    call_id = _first_result(records, agent)
+    call_id = _first_result(records[::-1] if newest else records, agent)
     assert call_id is not None, f"{path}: no tool result"
     kept: list[Record] = []
     for record in records:
