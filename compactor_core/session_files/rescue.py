@@ -4,9 +4,9 @@ The repairs work on what every format gives the framework (its records' index, t
 records' messages), so a format gets them once it says how its records are re-linked, lose a
 result or gain an answer (``AgentFormat.relink``, ``drop_result``, ``answer_calls``):
 
-- a record whose parent no record has is re-linked to the record the agent's own resume would
-  go on from (``AgentFormat.resume_parent``), or else to the record before it in the file, so
-  that the resumed view is whole and stays so;
+- a record the resume reads whose parent no record has is re-linked to the record the agent's
+  own resume would go on from (``AgentFormat.resume_parent``), or else to the record before it
+  in the file, so that the resumed view is whole and stays so;
 - a result whose call is not in the view is dropped (its record too, if nothing else is left;
   the records that followed it follow its parent);
 - a call with no result is answered with an error result, as the agent writes a failed call's;
@@ -129,12 +129,15 @@ def plan_rescue(
 
 
 def _relink(plan: _Plan) -> None:
-    """Main-thread records whose parent no record has: re-linked where the agent's resume goes
-    on from, else to the record before them (or made roots, if there is none)."""
-    infos = plan.session.infos
+    """Records the resume reads whose parent no record has (a gap that cuts the view, or that
+    the agent's resume crosses by a guess): re-linked where the agent's resume goes on from,
+    else to the record before them (or made roots, if there is none)."""
+    session = plan.session
+    infos = session.infos
+    resumed = set(session.format.resumed(infos, session.view))
     before = -1  # the latest main-thread record with an id so far
     for index in range(len(infos)):
-        if infos.parent_at(index) == MISSING and not infos.side(index):
+        if infos.parent_at(index) == MISSING and index in resumed and not infos.side(index):
             guess = plan.format.resume_parent(infos, index)
             parent = guess if guess >= 0 else before
             how = "where the agent's resume goes on" if guess >= 0 else "the record before it"
