@@ -70,6 +70,6 @@ def rescue(files: tuple[str, ...], window: int, **given: Any) -> None:
     resolver = resolve.resolver(given)
     settings = resolve.settings(given, resolver, summarizing=True)
     out = Output.from_options(given, resolver.get("session_id"))
-    snapshot_dir = None if given["no_snapshot"] else resolver.get("snapshot_dir")
+    snapshot_dir = None if given["no_snapshot"] else resolver.snapshot_dir()
     run = run_settings(Job("rescue", settings, measure=True), given, snapshot_dir)
     compact_inputs(files, run, out, resolver.provider(), given)

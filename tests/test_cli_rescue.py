@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from agents.damage import cut_chain, removed_result
 from helpers import TESTS, run
 
@@ -115,3 +116,18 @@ def test_missing_and_invalid_inputs_exit_as_every_command_does(tmp_path: Path) -
     bad = tmp_path / "bad.json"
     bad.write_text("[{")
     assert run("rescue", bad).returncode == ExitStatus.DATA_ERROR
+
+
+def test_without_a_snapshot_folder_given_the_original_goes_to_the_state_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CTXPACK_TRANSCRIPT_DIR")
+    path = damaged(tmp_path, FIXTURES / "claude_code" / "session.jsonl", "claude-code")
+    original = path.read_bytes()
+    assert run("rescue", *IDLE, path).returncode == ExitStatus.OK
+    store = tmp_path / "home" / ".local" / "state" / "ctxpack"
+    assert len(list(store.iterdir())) == 2  # the original and its .meta
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert run("restore", path, cwd=elsewhere).returncode == ExitStatus.OK
+    assert path.read_bytes() == original
