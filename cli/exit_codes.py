@@ -25,6 +25,7 @@ from . import io
 class ExitStatus(IntEnum):
     OK = 0
     NOT_OVER = 1  # estimate --threshold: not over; a batch whose failures differ
+    PROBLEMS_LEFT = 1  # check: problems found; rescue: some it could not repair
     USAGE = 2
     DATA_ERROR = 65
     NO_INPUT = 66
@@ -44,7 +45,7 @@ TABLE = """\
 \b
 Exit status:
   0    success (also: nothing to compact; a summary failure without --strict)
-  1    estimate --threshold: not over; check: problems found; files failed for different reasons
+  1    estimate --threshold: not over; check: problems found; rescue: problems left; failures differ
   2    usage error (bad or conflicting flags or values, no input on a terminal)
   65   input is not a valid conversation
   66   an input file is missing or unreadable

@@ -133,6 +133,7 @@ Shell completion (add the line to your shell's start-up file):
     lazy_commands={
         "check": "cli.agents:check",
         "replay": "cli.replay:replay",
+        "rescue": "cli.rescue:rescue",
         "restore": "cli.restore:restore",
         "serve": "cli.serve:serve",
         "sessions": "cli.agents:sessions",
@@ -266,12 +267,14 @@ def _beside(heuristic: int, exact: int) -> dict[str, Any]:
     epilog=options.epilog(
         "ctxpack micro session.json > smaller.json",
         "ctxpack micro --keep-recent 1 --exclude-tool Read session.json",
+        "ctxpack micro --images --in-place ~/.claude/projects/-home-me-app/SESSION.jsonl",
         "ctxpack micro --in-place -r ~/agent-sessions --stats",
         "ctxpack micro -i ~/.local/share/opencode/opencode.db#ses_…  # one session of a database",
     )
 )
 @options.files_argument
 @options.micro_options
+@options.images_option
 @options.min_gain_option
 @options.session_options
 @options.compat_option

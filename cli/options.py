@@ -124,6 +124,13 @@ micro_options = bundle(
     ),
 )
 
+images_option = click.option(
+    "--images",
+    is_flag=True,
+    help="Old images become markers too ([image: png 1920x1080, 1.2 MB]): all but those of the "
+    "newest --keep-recent messages that hold images.",
+)
+
 # The seed's micro compaction exactly unless asked: SPEC §2.
 min_gain_option = click.option(
     "--min-gain",

@@ -20,6 +20,9 @@ def warnings_of(report: Report, command: str, threshold: int, strict: bool) -> l
     """Warn of a failed summary or a result still too big; return the statuses they call for."""
     outcome = report.outcome
     statuses = []
+    for line in outcome.left:  # rescue: the file still will not open
+        io.warn(f"{report.label}: not repaired: {line}")
+        statuses.append(ExitStatus.PROBLEMS_LEFT)
     if outcome.error is not None:
         kept = "micro-compacted result kept" if command == "auto" else "input left as it was"
         io.warn(f"{report.label}: summary failed, {kept}: {outcome.error}")
@@ -38,9 +41,22 @@ def warnings_of(report: Report, command: str, threshold: int, strict: bool) -> l
     return statuses
 
 
+def repair_lines(report: Report, command: str, dry_run: bool) -> None:
+    """rescue: a line for each repair made (or, in a dry run, that would be)."""
+    outcome = report.outcome
+    if command == "rescue" and not (outcome.repairs or outcome.left or report.error):
+        io.warn(f"{report.label}: nothing to repair")
+    verb = "would repair" if dry_run else "repaired"
+    for line in outcome.repairs:
+        io.warn(f"{report.label}: {verb}: {line}")
+
+
 def stats_line(report: Report) -> str:
     outcome = report.outcome
-    parts = [f"{outcome.truncated} tool results truncated"]
+    parts = [f"{len(outcome.repairs)} repairs"] if outcome.repairs else []
+    parts.append(f"{outcome.truncated} tool results truncated")
+    if outcome.images:
+        parts.append(f"{outcome.images} images replaced")
     if outcome.full != Status.NOT_RUN:
         cut_off = " (cut off at max_tokens)" if outcome.cut_off else ""
         parts.append(f"summary: {outcome.full}{cut_off}")

@@ -54,6 +54,7 @@ def settings(options: dict[str, Any], given: Resolver, summarizing: bool) -> Set
         exclude_tools=tuple(options["exclude_tools"]),
         min_chars=options["min_chars"],
         compat=options["compat"] == "bareagent",
+        images=options.get("images", False),
         keep_cut_off=not options.get("strict", False),
         **summary,
     )

@@ -244,6 +244,7 @@ def _report(
     for each in reports:
         done.append(each)
         copies.tell(each)
+        report.repair_lines(each, run.job.command, out.dry_run)
         if each.error:
             statuses = [status_for(each.error)]
         else:

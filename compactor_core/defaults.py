@@ -26,3 +26,5 @@ CACHE_AWARE = "cache-aware"
 EVERY_TURN = "every-turn"
 POLICIES = (CACHE_AWARE, EVERY_TURN)
 MIN_GAIN = 5_000
+# rescue: the window a session must fit (the smallest of the agents' own models', Claude's)
+RESCUE_WINDOW = 200_000

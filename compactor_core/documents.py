@@ -163,9 +163,15 @@ class SessionDocument(_Read):
 
         from .session_files.compact import SessionSubject, Surroundings
 
-        index = self.index(measure=job.measure or job.may_summarize)
+        # the images' marker needs each record's images, counted with its estimate
+        index = self.index(measure=job.measure or job.may_summarize or job.settings.images)
         around = Surroundings(now, Path(path) if path else None)
-        return SessionSubject(self.handle, index, job.settings, around)
+        if job.command != "rescue":
+            return SessionSubject(self.handle, index, job.settings, around)
+        from .session_files.rescue import plan_rescue
+
+        index, repairs = plan_rescue(self.handle, index, job.settings.threshold, now)
+        return SessionSubject(self.handle, index, job.settings, around, repairs)
 
     def details(self, tokens: int | None) -> Details:
         from .snapshots import Details

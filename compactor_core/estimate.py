@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import orjson
 
 from .formats import Message
+from .images import IMAGE_TYPES, image_tokens
 from .tools import UNKNOWN_TOOL, blocks, is_block, tool_name, tool_names, tool_result_turns
 
 _ASCII_ALNUM_WS = bytes(
@@ -246,15 +247,17 @@ class TextCollector:
     """Collects what counts toward the estimate; ``compat`` is the BareAgent profile.
 
     ``texts`` count as they are, ``values`` as their JSON text, which a counter may count without
-    writing each one out (``Counter.json_units``).
+    writing each one out (``Counter.json_units``), ``images`` by their pixels (``images.py``;
+    the BareAgent profile counts them 0, as the reference does).
     """
 
-    __slots__ = ("compat", "texts", "values")  # a plain class: a dataclass costs start-up time
+    __slots__ = ("compat", "images", "texts", "values")  # a plain class: a dataclass costs time
 
     def __init__(self, compat: bool = False) -> None:
         self.compat = compat
         self.texts: list[str] = []
         self.values: list[Any] = []
+        self.images: list[dict[str, Any]] = []
 
     def value(self, value: Any) -> None:
         if value is None:  # the commonest: a key the block does not have
@@ -284,6 +287,12 @@ class TextCollector:
         self.tool_input(block.get("input"))
         if kind != "tool_result":
             self.name(block, None)
+            # an image's tokens are its pixels' (a Gemini part has no type, but inlineData)
+            if kind is None:
+                if "inlineData" in block and not self.compat:
+                    self.images.append(block)
+            elif kind.__class__ is str and kind in IMAGE_TYPES and not self.compat:
+                self.images.append(block)
 
     def name(self, block: dict[str, Any], missing: Any) -> None:
         # The reference counts a name through str(), so {"k": null} is "{'k': None}", null "None".
@@ -309,7 +318,10 @@ class TextCollector:
             self.tool_input(function.get("arguments"))
 
     def units(self, counter: Counter) -> int:
-        return counter.units(self.texts) + counter.json_units(self.values)
+        units = counter.units(self.texts) + counter.json_units(self.values)
+        if self.images:
+            units += image_tokens(self.images) * counter.per_token
+        return units
 
     def all_texts(self) -> list[str]:
         return self.texts + [json_text(value) for value in self.values]
@@ -329,6 +341,18 @@ def message_units(message: Message, counter: Counter = HEURISTIC) -> int:
     collector = TextCollector()
     collector.message(message)
     return collector.units(counter)
+
+
+def quarters_and_images(message: Message) -> tuple[int, int]:
+    """One message's estimate in quarter tokens, and how many inline images it holds."""
+    collector = TextCollector()
+    collector.message(message)
+    quarters = collector.units(HEURISTIC)
+    if not collector.images:
+        return quarters, 0
+    from .images import inspect, is_image
+
+    return quarters, sum(is_image(block) and inspect(block).inline for block in collector.images)
 
 
 def system_units(system: Any, counter: Counter = HEURISTIC) -> int:
@@ -383,9 +407,13 @@ def breakdown(
     def tool(name: str) -> dict[str, int]:
         return by_tool.setdefault(name, {"calls": 0, "call_q": 0, "results": 0, "result_q": 0})
 
+    images: list[dict[str, Any]] = []
     for message in messages:
         role = message["role"]
-        by_role[role] = by_role.get(role, 0) + units_of("message", message)
+        collector = TextCollector(compat)
+        collector.message(message)
+        by_role[role] = by_role.get(role, 0) + collector.units(counter)
+        images += collector.images
         for block in blocks(message):
             if is_block(block, "tool_use"):  # a call is counted under its own name
                 entry = tool(tool_name(block.get("name")))
@@ -424,9 +452,23 @@ def breakdown(
             for name, entry in sorted(by_tool.items(), key=lambda item: -item[1]["result_q"])
         },
     }
+    if not compat:  # the BareAgent profile counts no image
+        report["images"] = images_report(images)
     if system is not None and not compat:
         report["envelope_system"] = tokens(system_q)
     return report
+
+
+def images_report(blocks: list[dict[str, Any]]) -> dict[str, int]:
+    """The images' line of a breakdown: how many, their tokens, their bytes (decoded)."""
+    from .images import inspect
+
+    found = [inspect(block) for block in blocks]
+    return {
+        "count": len(found),
+        "tokens": sum(image.tokens for image in found),
+        "bytes": sum(image.size or 0 for image in found),
+    }
 
 
 def _units_of(counter: Counter, compat: bool, part: str, value: Any) -> int:

@@ -3,7 +3,8 @@
 A part is ``{"text"}`` (``"thought": true`` for a thought), ``{"functionCall": {id, name,
 args}}``, ``{"functionResponse": {id, name, response}}``, or data (``inlineData``,
 ``fileData``, …). In the core's shape each part is one block, in order: text, ``tool_use``,
-``tool_result``, or an opaque ``data`` block, so a changed block finds its part again.
+``tool_result``, the ``inlineData`` part itself (an image, which the core reads and may replace
+in place), or an opaque ``data`` block, so a changed block finds its part again.
 
 A function response's content is what the model reads: its ``response`` when that is one string
 under one key (``{"output": "…"}``, ``{"error": "…"}``), the ``response`` object otherwise.
@@ -106,6 +107,8 @@ def _block(part: Part) -> dict[str, Any]:
         }
     if _is_text(part):
         return {"type": "text", "text": part["text"]}
+    if isinstance(part.get("inlineData"), dict):
+        return part  # the part itself: the core reads an image part as it is
     return {"type": "data"}
 
 

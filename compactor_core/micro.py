@@ -26,6 +26,7 @@ class MicroResult:
 
     truncated: int  # tool results replaced by a marker
     chars_removed: int  # code points of content removed, net of the markers written
+    images: int = 0  # image blocks replaced by a marker (``Settings.images``: old_images.py)
 
 
 def marker(tool: str, chars: int) -> str:
@@ -60,7 +61,20 @@ def micro_compact(
     turns = (bareagent.tool_result_turns if compat else tool_result_turns)(messages)
     keep = settings.keep_recent
     old_turns = turns[: max(len(turns) - keep, 0)] if keep > 0 else turns
-    return _truncate(messages, old_turns, settings)
+    compacted, done = _truncate(messages, old_turns, settings)
+    if settings.images and not compat:
+        return with_old_images(compacted, done, settings)
+    return compacted, done
+
+
+def with_old_images(
+    messages: list[Message], done: MicroResult, settings: Settings
+) -> tuple[list[Message], MicroResult]:
+    """``--images``: the old turns' images become markers too (old_images.py)."""
+    from .old_images import mark_old_images
+
+    marked, images = mark_old_images(messages, settings.keep_recent)
+    return marked, replace(done, images=images)
 
 
 def mark_turns(

@@ -23,6 +23,7 @@ class Outcome:
 
     changed: bool = False  # the result differs from the input
     truncated: int = 0  # tool results replaced by a marker
+    images: int = 0  # images replaced by a marker (micro --images, rescue)
     full: Status = Status.NOT_RUN  # what became of the summary step
     error: ProviderError | None = None  # why the summary failed
     cut_off: ProviderError | None = None  # the summary kept stopped at max_tokens
@@ -30,6 +31,8 @@ class Outcome:
     tokens_before: int | None = None  # None: not measured
     tokens_after: int | None = None
     snapshots: tuple[str, ...] = ()  # snapshots already taken of this input and its result
+    repairs: tuple[str, ...] = ()  # rescue: a line for each repair made
+    left: tuple[str, ...] = ()  # rescue: a line for each problem it could not repair
     # The compacted conversation, for a conversation of messages compacted in memory; None for
     # a session file (its result is written as a stream) and in reports.
     conversation: Conversation | None = field(default=None, compare=False, repr=False)

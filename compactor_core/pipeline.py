@@ -13,6 +13,7 @@ the whole file.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
@@ -20,7 +21,7 @@ from .defaults import SESSION_ID
 from .errors import ProviderError
 from .estimate import estimate
 from .formats import Conversation, Message
-from .micro import micro_compact
+from .micro import micro_compact, with_old_images
 from .outcome import Outcome
 from .settings import Job, Settings
 from .status import Status
@@ -47,8 +48,13 @@ class Subject(Protocol):
     def tokens(self) -> int:
         """The estimate of the current result (by the settings' counter)."""
 
-    def micro(self) -> int:
-        """Micro-compact the result; return how many tool results got the marker."""
+    def repair(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``rescue``'s repairs (repairs.py): make them in the result; return a line for each
+        and one for each problem left unrepaired."""
+
+    def micro(self) -> tuple[int, int]:
+        """Micro-compact the result; return how many tool results, and how many images
+        (``Settings.images``), got a marker."""
 
     def history(self) -> list[Message]:
         """The conversation full compaction summarizes (its pending turn stays out)."""
@@ -91,12 +97,57 @@ def decide(
     if job.command == "full":
         outcome = _summary_step(settings, subject, provider, keeper, dry_run)
         return _measured(outcome, subject, before, measure)
+    if job.command == "rescue":
+
+        def fit(job: Job) -> Outcome:
+            return _micro_then_summary(job, subject, provider, keeper, dry_run, before, True)
+
+        return _rescue(job, subject, before, fit)
     if job.command == "auto" and settings.cache_aware:
         cached = subject.for_the_cache(provider or default_provider(), keeper, dry_run)
         if cached is not None:
             return replace(cached, tokens_before=before)
-    truncated = subject.micro()
-    micro = Outcome(changed=truncated > 0, truncated=truncated, tokens_before=before)
+    return _micro_then_summary(job, subject, provider, keeper, dry_run, before, measure)
+
+
+def _rescue(
+    job: Job, subject: Subject, before: int | None, fit: Callable[[Job], Outcome]
+) -> Outcome:
+    """The repairs; then, if the view is over the window (``threshold``), ``fit``: micro, and a
+    summary if micro is not enough."""
+    repairs, left = subject.repair()
+    outcome = Outcome(changed=bool(repairs), repairs=repairs, left=left, tokens_before=before)
+    tokens = subject.tokens()
+    if tokens <= job.settings.threshold:
+        return replace(outcome, tokens_after=tokens)
+    fitted = fit(replace(job, command="auto"))
+    steps = "micro" if fitted.full == Status.NOT_RUN else f"micro, then summary {fitted.full}"
+    most = "at most " if fitted.full == Status.WOULD_RUN else ""
+    repairs += (
+        f"the view was {tokens} tokens, over the window of {job.settings.threshold}: {steps}: "
+        f"{most}{fitted.tokens_after} tokens now",
+    )
+    if fitted.over_threshold or fitted.error is not None:  # the agent still cannot send it
+        left += (f"still {fitted.tokens_after} tokens, over the window",)
+    changed = fitted.changed or outcome.changed
+    return replace(fitted, changed=changed, repairs=repairs, left=left, over_threshold=False)
+
+
+def _micro_then_summary(
+    job: Job,
+    subject: Subject,
+    provider: Summarizer | None,
+    keeper: Keeper | None,
+    dry_run: bool,
+    before: int | None,
+    measure: bool,
+) -> Outcome:
+    """micro, and for auto a summary over the threshold (SPEC §4, every-turn rules)."""
+    settings = job.settings
+    truncated, images = subject.micro()
+    micro = Outcome(
+        changed=truncated + images > 0, truncated=truncated, images=images, tokens_before=before
+    )
     if job.command == "micro":
         return _measured(micro, subject, before, measure)
     tokens = subject.tokens()
@@ -115,7 +166,9 @@ def decide(
         return replace(micro, full=Status.NOTHING, over_threshold=True, tokens_after=tokens)
     after = summary.tokens_after if summary.tokens_after is not None else tokens
     over = summary.full == Status.COMPACTED and after > settings.threshold
-    return replace(summary, truncated=truncated, tokens_before=before, over_threshold=over)
+    return replace(
+        summary, truncated=truncated, images=images, tokens_before=before, over_threshold=over
+    )
 
 
 def _measured(outcome: Outcome, subject: Subject, before: int | None, measure: bool) -> Outcome:
@@ -200,16 +253,26 @@ class MessagesSubject:
             self._tokens = measure(self.result, self.settings)
         return self._tokens
 
-    def micro(self) -> int:
+    def repair(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        from .repairs import repair_messages
+
+        messages, done = repair_messages(self.input.messages)
+        self.input = self.input.with_messages(messages)
+        self._take(messages)
+        return tuple(done), ()
+
+    def micro(self) -> tuple[int, int]:
         settings = self.settings
         if settings.min_gain and not settings.compat:  # --min-gain: markers in batches
             from .cache_aware import micro_in_batches
 
             messages, done = micro_in_batches(self.input.messages, settings)
+            if settings.images:
+                messages, done = with_old_images(messages, done, settings)
         else:
             messages, done = micro_compact(self.input.messages, settings)
         self._take(messages)
-        return done.truncated
+        return done.truncated, done.images
 
     def history(self) -> list[Message]:
         return self.input.messages  # full compaction micro-compacts what it sends by itself
@@ -242,7 +305,7 @@ class MessagesSubject:
             tokens = plan.tokens if plan.cuts else self.tokens()
             full = Status.WOULD_RUN if plan.cuts else Status.NOT_RUN
             changed = done.truncated > 0 or bool(plan.cuts)
-            return Outcome(changed, done.truncated, full, tokens_after=tokens)
+            return Outcome(changed, done.truncated, full=full, tokens_after=tokens)
         taken: list[str] = []
 
         def before_summary() -> None:  # SPEC §3.3: before the model is asked

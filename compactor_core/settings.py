@@ -23,8 +23,8 @@ from . import defaults
 if TYPE_CHECKING:
     from .snapshots import Snapshots
 
-Command = Literal["micro", "full", "auto"]
-COMMANDS: tuple[Command, ...] = ("micro", "full", "auto")
+Command = Literal["micro", "full", "auto", "rescue"]
+COMMANDS: tuple[Command, ...] = ("micro", "full", "auto", "rescue")
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class Settings:
     # auto, default profile: "cache-aware" (cache_policy.py) or "every-turn" (micro every call)
     policy: str = defaults.CACHE_AWARE
     min_gain: int | None = None  # tokens a batch of markers frees at least (None: the command's)
+    images: bool = False  # micro: old images become markers too (the newest keep_recent stay)
 
     @property
     def cache_aware(self) -> bool:
@@ -57,7 +58,7 @@ DEFAULT_SETTINGS = Settings()
 class Job:
     """One command and its settings; ``measure``: estimate before and after, for statistics."""
 
-    command: Command = "micro"
+    command: Command = "micro"  # rescue: its repairs, then auto's steps while over threshold
     settings: Settings = DEFAULT_SETTINGS
     measure: bool = False
 

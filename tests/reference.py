@@ -6,10 +6,12 @@ per character and per value, as the spec words it, and rounds up once at the end
 
 from __future__ import annotations
 
+import base64
 import copy
 import functools
 import json
 import math
+import struct
 from typing import Any
 
 CJK_RANGES = [
@@ -72,8 +74,49 @@ def reference_block(block: dict[str, Any]) -> float:
         total += reference_value(content)
     total += reference_input(block.get("input"))
     if block.get("type") != "tool_result":
-        total += reference_value(block.get("name"))
+        total += reference_value(block.get("name")) + reference_image(block)
     return total
+
+
+def reference_image(block: dict[str, Any]) -> int:
+    """An image's tokens (issue 26): width x height / 750 after the API's resize (long edge 1568,
+    1.15 megapixels), read from a PNG's or GIF's header; an unreadable one by its bytes, at most
+    the cap; one by reference the cap; 0 for no image."""
+    most = math.ceil(1_150_000 / 750)
+    kind = block.get("type")
+    if kind is None and isinstance(block.get("inlineData"), dict):
+        mime = block["inlineData"].get("mimeType")
+        if isinstance(mime, str) and not mime.startswith("image/"):
+            return 0
+        data = block["inlineData"].get("data")
+    elif kind == "image" and isinstance(block.get("source"), dict):
+        where = block["source"]
+        if where.get("type") != "base64":
+            return most if where.get("type") in ("url", "file") else 0
+        data = where.get("data")
+    elif kind == "image":
+        data = block.get("data")
+    elif kind in ("image_url", "input_image"):
+        url = block.get("image_url")
+        url = url.get("url") if isinstance(url, dict) else url
+        if not (isinstance(url, str) and url.startswith("data:")):
+            return most if isinstance(url, str) or isinstance(block.get("file_id"), str) else 0
+        data = url.split(",", 1)[1] if "," in url else ""
+    else:
+        return 0
+    if not isinstance(data, str):
+        return 0
+    raw = base64.b64decode(data[: len(data) // 4 * 4] + "", validate=False) if data else b""
+    size = (len(data.rstrip()) - data.rstrip()[-2:].count("=")) * 3 // 4
+    width = height = 0
+    if raw[:8] == b"\x89PNG\r\n\x1a\n" and len(raw) >= 24:
+        width, height = struct.unpack(">II", raw[16:24])
+    elif raw[:6] in (b"GIF87a", b"GIF89a") and len(raw) >= 10:
+        width, height = struct.unpack("<HH", raw[6:10])
+    if not (width and height):
+        return min(math.ceil(size / 750), most)
+    shrink = min(1.0, 1568 / max(width, height)) ** 2
+    return max(1, math.ceil(min(width * height * shrink, 1_150_000) / 750))
 
 
 def reference_estimate(messages: list[dict], system: Any = None, compat: bool = False) -> int:

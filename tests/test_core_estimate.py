@@ -192,16 +192,20 @@ def test_tool_result_name_is_not_counted() -> None:
 @pytest.mark.parametrize(
     "block",
     [
-        {
-            "type": "image",
-            "source": {"type": "base64", "media_type": "image/png", "data": "Q" * 99},
-        },
         {"type": "thinking", "thinking": "long thoughts " * 20, "signature": "abc"},
         {"type": "redacted_thinking", "data": "xyz"},
     ],
 )
 def test_blocks_without_counted_keys_count_zero(block: dict) -> None:
     assert exact_of(content([block])) == 0
+
+
+def test_an_image_counts_by_its_bytes_without_a_header_and_zero_under_bareagent() -> None:
+    # issue 26: 99 base64 characters are 74 bytes, read as 74 pixels: 1 token (SPEC §1: 0)
+    source = {"type": "base64", "media_type": "image/png", "data": "Q" * 99}
+    image = {"type": "image", "source": source}
+    assert estimate(content([image])) == 1
+    assert estimate(content([image]), compat=True) == 0
 
 
 def test_openai_tool_calls_count_name_and_arguments_except_in_compat() -> None:

@@ -28,14 +28,12 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..session_files.base import (
     AgentFormat,
+    Answer,
     Compaction,
     Record,
     RecordInfo,
@@ -44,6 +42,7 @@ from ..session_files.base import (
     ViewMessages,
 )
 from ..session_files.keys import NONE
+from ..session_files.records import first_value, milliseconds
 from ..session_files.table import MISSING, NO_PARENT, RecordTable
 from ..session_files.ui_copies import shrink_strings
 
@@ -114,7 +113,7 @@ class ClaudeCode(AgentFormat):
         if kind == "assistant" and isinstance(message, dict):
             info.turn = _text(message.get("id"))
         if kind in CHAIN_TYPES:
-            time = _milliseconds(record.get("timestamp"))
+            time = milliseconds(record.get("timestamp"))
             info.tag = Boundary(time, _preserved_segment(record)) if info.kind == BOUNDARY else time
 
     def messages(self, record: Record) -> list[dict[str, Any]]:
@@ -198,7 +197,41 @@ class ClaudeCode(AgentFormat):
                 continue
             for path in sorted(project.glob("*.jsonl")):
                 if _SESSION_NAME.fullmatch(path.name) and path.is_file():
-                    yield SessionFile(path, path.stem, _cwd_of(path) or project.name)
+                    yield SessionFile(path, path.stem, first_value(path, "cwd") or project.name)
+
+    # --- rescue ---
+
+    def resume_parent(self, infos: RecordTable, index: int) -> int:  # type: ignore[override]
+        return Gaps(infos).across(index, bytearray(len(infos)))
+
+    def relink(self, record: Record, parent: str | None) -> bool:
+        record["parentUuid"] = parent
+        return True
+
+    def drop_result(self, record: Record, call_id: Any) -> bool | None:
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            return None
+        kept = [b for b in content if not (_is_result(b) and b.get("tool_use_id") == call_id)]
+        message["content"] = kept  # type: ignore[index]
+        if not any(_is_result(block) for block in kept):
+            record.pop("toolUseResult", None)  # the UI copy of the result that went
+        return bool(kept)
+
+    def answer_calls(self, answer: Answer) -> list[Record]:
+        """A user record for each call, as Claude Code writes a failed tool's result: the
+        child of the assistant record that made the call (as parallel calls' results are)."""
+        call = answer.record
+        shared = {key: call[key] for key in _SESSION_KEYS if key in call}
+        shared |= {"type": "user", "timestamp": answer.stamp, "toolUseResult": answer.text}
+        own = {"parentUuid": call.get("uuid"), "isSidechain": False}
+        answers = []
+        for call_id, _ in answer.calls:
+            result = {"type": "tool_result", "content": answer.text, "is_error": True}
+            message = {"role": "user", "content": [{**result, "tool_use_id": call_id}]}
+            answers.append({**own, **shared, "message": message, "uuid": answer.new_id()})
+        return answers
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,26 +242,12 @@ class Boundary:
     segment: tuple[str, str, str] | None
 
 
+def _is_result(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_result"
+
+
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MILLISECOND = timedelta(milliseconds=1)
-
-
-def _milliseconds(value: Any) -> int | None:
-    """A record's ``timestamp`` in milliseconds since the epoch (JavaScript's ``Date`` of the ISO
-    form Claude Code writes); None if it is not one."""
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - _EPOCH) // _MILLISECOND
 
 
 def _time(infos: RecordTable, index: int) -> int | None:
@@ -478,19 +497,3 @@ def _uuid4() -> str:
     import uuid
 
     return str(uuid.uuid4())
-
-
-def _cwd_of(path: Path, lines: int = 20) -> str | None:
-    """The folder the agent ran in, from the first records that name it."""
-    try:
-        with open(path, "rb") as handle:
-            for _, line in zip(range(lines), handle, strict=False):
-                try:
-                    record = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    continue
-                if isinstance(record, dict) and isinstance(record.get("cwd"), str):
-                    return record["cwd"]
-    except OSError:
-        return None
-    return None

@@ -46,6 +46,7 @@ from ..response_items import has_text, is_call, is_context, is_output, texts, to
 from ..session_files.agent_indexes import forget_projection
 from ..session_files.base import (
     AgentFormat,
+    Answer,
     Compaction,
     Record,
     RecordInfo,
@@ -200,6 +201,40 @@ class Codex(AgentFormat):
                 cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else ""
                 yield SessionFile(path, session_id or _id_from_name(path), cwd)
 
+    # --- rescue ---
+
+    def drop_result(self, record: Record, call_id: Any) -> bool | None:
+        """An output record goes whole; a compaction's history loses the output."""
+        payload = record.get("payload")
+        if not isinstance(payload, dict):
+            return None
+        if record.get("type") == "response_item":
+            return None if payload.get("call_id") != call_id else False
+        history = payload.get("replacement_history")
+        if record.get("type") != "compacted" or not isinstance(history, list):
+            return None
+        payload["replacement_history"] = [
+            item
+            for item in history
+            if not (isinstance(item, dict) and is_output(item) and item["call_id"] == call_id)
+        ]
+        return True
+
+    def answer_calls(self, answer: Answer) -> list[Record] | None:
+        """An output item for each call, as Codex records a failed call's, after the call."""
+        if answer.record.get("type") != "response_item":
+            return None  # a call inside a compaction's history
+        payload = answer.record.get("payload") or {}
+        kind = payload.get("type") if isinstance(payload.get("type"), str) else "function_call"
+        return [
+            {
+                "timestamp": answer.stamp,
+                "type": "response_item",
+                "payload": {"type": f"{kind}_output", "call_id": call_id, "output": answer.text},
+            }
+            for call_id, _ in answer.calls
+        ]
+
 
 @cache
 def _tag(sides: tuple[str, ...], legacy: bool) -> Tag:
@@ -301,8 +336,9 @@ def _message(item: dict[str, Any]) -> dict[str, Any]:
     role = "system" if _side(item) == "system" else item["role"]
     content = item.get("content")
     if isinstance(content, list):
+        # an image part is the item's own (so the estimate counts it and a marker replaces it)
         blocks = [
-            {"type": "text", "text": part["text"]} if has_text(part) else {"type": "image"}
+            {"type": "text", "text": part["text"]} if has_text(part) else part
             for part in content
             if isinstance(part, dict)
         ]

@@ -30,6 +30,7 @@ from typing import Any
 from ..formats import Message
 from ..session_files.base import (
     AgentFormat,
+    Answer,
     Compaction,
     Record,
     RecordInfo,
@@ -171,6 +172,37 @@ class CopilotCli(AgentFormat):
             copy = {**pending, "id": new_id(), "timestamp": stamp, "parentId": records[-1]["id"]}
             records.append(copy)
         return records
+
+    # Its event log is read with Node's readline, which also ends a line at U+2028 and U+2029.
+    line_breaks = ("\u2028", "\u2029")
+
+    def relink(self, record: Record, parent: str | None) -> bool:
+        record["parentId"] = parent
+        return True
+
+    def drop_result(self, record: Record, call_id: Any) -> bool | None:
+        if record.get("type") != RESULT or _data(record).get("toolCallId") != call_id:
+            return None
+        return False  # the event goes whole
+
+    def answer_calls(self, answer: Answer) -> list[Record]:
+        """A failed ``tool.execution_complete`` event for each call, after the call's."""
+        events: list[Record] = []
+        parent = answer.record.get("id")
+        for call_id, _ in answer.calls:
+            event_id = answer.new_id()
+            data = {"toolCallId": call_id, "success": False, "error": {"message": answer.text}}
+            events.append(
+                {
+                    "type": RESULT,
+                    "data": data,
+                    "id": event_id,
+                    "timestamp": answer.stamp,
+                    "parentId": parent,
+                }
+            )
+            parent = event_id
+        return events
 
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         for path in sorted((home / "session-state").glob("*/events.jsonl")):

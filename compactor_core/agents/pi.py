@@ -27,6 +27,7 @@ from typing import Any
 from ..formats import Message
 from ..session_files.base import (
     AgentFormat,
+    Answer,
     Compaction,
     Record,
     RecordInfo,
@@ -35,7 +36,7 @@ from ..session_files.base import (
     with_results_joined,
 )
 from ..session_files.keys import key
-from ..session_files.records import first_record
+from ..session_files.records import first_record, milliseconds
 from ..session_files.ui_copies import shrink_strings
 
 HEADER = "session"
@@ -150,6 +151,34 @@ class Pi(AgentFormat):
             }
         ]
 
+    # --- rescue ---
+
+    chains_answers = True  # the resume follows one path of the entries' tree
+
+    def relink(self, record: Record, parent: str | None) -> bool:
+        record["parentId"] = parent
+        return True
+
+    def drop_result(self, record: Record, call_id: Any) -> bool | None:
+        message = record.get("message")
+        if not isinstance(message, dict) or message.get("toolCallId") != call_id:
+            return None
+        return False  # a result is an entry of its own: it goes whole
+
+    def answer_calls(self, answer: Answer) -> list[Record]:
+        """A failed ``toolResult`` entry for each call, chained after the call's entry."""
+        entries: list[Record] = []
+        parent = answer.record.get("id")
+        for call_id, tool in answer.calls:
+            own = answer.new_id().replace("-", "")[:8]  # pi's ids: 8 hexadecimal digits
+            text = [{"type": "text", "text": answer.text}]
+            result = {"role": "toolResult", "toolCallId": call_id, "toolName": tool}
+            result |= {"content": text, "isError": True, "timestamp": milliseconds(answer.stamp)}
+            entry = {"type": "message", "id": own, "parentId": parent}
+            entries.append({**entry, "timestamp": answer.stamp, "message": result})
+            parent = own
+        return entries
+
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         for path in sorted((home / "sessions").glob("*/*.jsonl")):
             header = first_record(path)
@@ -171,14 +200,16 @@ def _user(content: Any) -> Message:
 
 
 def _blocks(content: Any) -> Any:
-    """pi's content (a string, or text and image blocks) in the core's shape."""
+    """pi's content (a string, or text and image blocks) in the core's shape; an image block is
+    pi's own (``{"type": "image", "data", "mimeType"}``, which the core reads as it is)."""
     if not isinstance(content, list):
         return content if isinstance(content, str) else None
     return [
         {"type": "text", "text": block["text"]}
         if isinstance(block, dict) and isinstance(block.get("text"), str)
-        else {"type": "image"}
+        else block
         for block in content
+        if isinstance(block, dict)
     ]
 
 

@@ -31,6 +31,7 @@ from ..formats import Message
 from ..gemini_parts import ACKNOWLEDGEMENT
 from ..session_files.base import (
     AgentFormat,
+    Answer,
     Compaction,
     Record,
     RecordInfo,
@@ -142,6 +143,38 @@ class QwenCode(AgentFormat):
         }
         return [record]
 
+    # --- rescue ---
+
+    chains_answers = True  # the resume follows the chain back from the last record
+
+    def relink(self, record: Record, parent: str | None) -> bool:
+        record["parentUuid"] = parent
+        return True
+
+    def drop_result(self, record: Record, call_id: Any) -> bool | None:
+        message = record.get("message")
+        parts = message.get("parts") if isinstance(message, dict) else None
+        if record.get("type") != "tool_result" or not isinstance(parts, list):
+            return None
+        kept = [part for part in parts if _response_id(part) != call_id]
+        message["parts"] = kept  # type: ignore[index]
+        return bool(kept)
+
+    def answer_calls(self, answer: Answer) -> list[Record]:
+        """A ``tool_result`` record of an error response for each call, chained after it."""
+        call = answer.record
+        shared = {key: call[key] for key in _SESSION_KEYS if key in call}
+        records: list[Record] = []
+        parent = call.get("uuid")
+        for call_id, tool in answer.calls:
+            response = {"id": call_id, "name": tool, "response": {"error": answer.text}}
+            message = {"role": "user", "parts": [{"functionResponse": response}]}
+            own = answer.new_id()
+            record = {"uuid": own, "parentUuid": parent, **shared, "timestamp": answer.stamp}
+            records.append({**record, "type": "tool_result", "message": message})
+            parent = own
+        return records
+
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         for path in sorted((home / "projects").glob("*/chats/*.jsonl")):
             first = first_record(path)
@@ -233,3 +266,8 @@ def _uuid4() -> str:
     import uuid
 
     return str(uuid.uuid4())
+
+
+def _response_id(part: Any) -> Any:
+    response = part.get("functionResponse") if isinstance(part, dict) else None
+    return response.get("id") if isinstance(response, dict) else None

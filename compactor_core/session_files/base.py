@@ -71,6 +71,8 @@ class RecordInfo:
     results: tuple[ToolResult, ...] = ()  # the tool results it holds
     quarters: int = 0  # its messages' estimate, in quarter tokens (SPEC §1)
     part_quarters: tuple[int, ...] = ()  # each message's, when it has more than one
+    images: int = 0  # inline images its messages hold (measured with the estimate)
+    part_images: tuple[int, ...] = ()  # each message's, when it has more than one
     problem: str | None = None  # why an invalid line is not a record
 
 
@@ -205,6 +207,17 @@ class Compaction:
 
 
 @dataclass(frozen=True)
+class Answer:
+    """Calls of the view that have no result: what ``AgentFormat.answer_calls`` answers."""
+
+    record: Record  # the record that holds the calls, parsed (a format may answer in it)
+    calls: tuple[tuple[Any, str], ...]  # (call id, tool name), in order
+    text: str  # the error the result says
+    stamp: str  # the time to stamp new records with, as the agents write it
+    new_id: Any  # () -> str: a fresh record id
+
+
+@dataclass(frozen=True)
 class SessionFile:
     """A session found on this machine (``ctxpack sessions``)."""
 
@@ -306,4 +319,37 @@ class AgentFormat(ABC):
     def after_replace(self, path: Path) -> str | None:
         """Keep the agent's own index of the session right once ``path`` was replaced (in place
         or by ``restore``); a warning line if that failed (the new file stands either way)."""
+        return None
+
+    # --- rescue: the repairs a format can make in its own records (default: none) ---
+
+    # Characters besides the line ending on which the agent's own reader splits a line: written
+    # escaped (``\u2028``) in every line ctxpack writes, and escaped in place by ``rescue``.
+    line_breaks: ClassVar[tuple[str, ...]] = ()
+
+    # Whether the answers ``answer_calls`` writes continue the call's chain (the records that
+    # followed the call follow the last answer), as in an agent that resumes one path of a tree.
+    chains_answers: ClassVar[bool] = False
+
+    def resume_parent(self, infos: Any, index: int) -> int:
+        """The line the agent's resume goes on from when line ``index`` names a parent no
+        record has (``infos``: the ``RecordTable``); -1: it does not guess (the chain ends)."""
+        return -1
+
+    def relink(self, record: Record, parent: str | None) -> bool:
+        """Make ``record`` the child of the record whose id is ``parent`` (a dangling parent
+        re-linked, a removed record bypassed); False if this format's records have no parents."""
+        return False
+
+    def drop_result(self, record: Record, call_id: Any) -> bool | None:
+        """Remove the tool result answering ``call_id`` from ``record``, in place: True if the
+        record keeps something else, False if nothing is left of it (the record goes), None if
+        this format cannot."""
+        return None
+
+    def answer_calls(self, answer: Answer) -> list[Record] | None:
+        """The records that answer ``answer.calls`` with an error result, as the agent writes a
+        failed call's, to follow the call's turn (``rescue`` chains them with ``relink``). A
+        format that keeps a call's result in the call's own record writes it there, in place,
+        and returns []. None: this format cannot."""
         return None

@@ -26,6 +26,7 @@ from ..tools import tool_calls
 from .base import Problem, RecordInfo
 from .index import INVALID, SessionIndex, index_session, read_record
 from .keys import NONE, KeyMap, key
+from .pairs import unpaired
 from .registry import agent_formats
 from .table import MISSING, result_holders
 
@@ -64,7 +65,7 @@ def findings(session: SessionIndex, handle: BinaryIO | None = None) -> list[Prob
     """Every problem and note, in the order of the file; with the file's ``handle``, the ids
     they name are spelled as in the file (the index keeps their keys)."""
     resumed = set(session.format.resumed(session.infos, session.view))
-    spell = _Speller(session, handle)
+    spell = Speller(session, handle)
     found = [
         *_line_problems(session),
         *_id_findings(session, resumed, spell),
@@ -74,7 +75,7 @@ def findings(session: SessionIndex, handle: BinaryIO | None = None) -> list[Prob
     return sorted(found, key=lambda finding: finding.line)
 
 
-class _Speller:
+class Speller:
     """An id as the file spells it: its record read again and indexed afresh by the format."""
 
     def __init__(self, session: SessionIndex, handle: BinaryIO | None) -> None:
@@ -109,7 +110,7 @@ def _line_problems(session: SessionIndex) -> Iterator[Problem]:
             yield Problem(line, "foreign-record", problem)
 
 
-def _id_findings(session: SessionIndex, resumed: set[int], spell: _Speller) -> Iterator[Problem]:
+def _id_findings(session: SessionIndex, resumed: set[int], spell: Speller) -> Iterator[Problem]:
     infos = session.infos
     first = KeyMap("l")
     for index in range(len(infos)):
@@ -158,34 +159,17 @@ def _loops(session: SessionIndex, resumed: set[int]) -> Iterator[Problem]:
             state[done] = 2
 
 
-def _pair_findings(session: SessionIndex, spell: _Speller) -> Iterator[Problem]:
+def _pair_findings(session: SessionIndex, spell: Speller) -> Iterator[Problem]:
     """Calls and results of the view that have no partner in it."""
-    infos = session.infos
-    asked: dict[int, tuple[int, int]] = {}  # call key -> (record, view message) awaiting it
-    answered: set[int] = set()
-    for number, message in enumerate(session.view):
-        pieces = message.pieces()
-        for index, part in pieces:
-            for result in infos.results(index) if infos.has_results(index) else ():
-                if part is not None and result.part != part:
-                    continue
-                if result.call_id in asked:
-                    del asked[result.call_id]
-                    answered.add(result.call_id)
-                elif result.call_id not in answered:
-                    call = spell(index, result.call_id)
-                    detail = f"tool result for {call} without its call in the view"
-                    yield Problem(infos.line(index), "orphan-result", detail)
-        for index, part in pieces:
-            for call_id, _, call_part in infos.calls(index):
-                if part is None or call_part == part:
-                    asked[call_id] = (index, number)
     last = len(session.view) - 1
-    for call_id, (index, number) in asked.items():
-        call = spell(index, call_id)
-        if number == last:
+    for found in unpaired(session):
+        line, call = session.infos.line(found.index), spell(found.index, found.call)
+        if not found.is_call:
+            detail = f"tool result for {call} without its call in the view"
+            yield Problem(line, "orphan-result", detail)
+        elif found.message == last:
             detail = f"tool call {call} has no result: it was running when the agent stopped"
-            yield Problem(infos.line(index), "unanswered-call", detail, note=True)
+            yield Problem(line, "unanswered-call", detail, note=True)
         else:
             detail = f"tool call {call} has no result in the view (the agent drops it)"
-            yield Problem(infos.line(index), "unanswered-call", detail)
+            yield Problem(line, "unanswered-call", detail)

@@ -1,19 +1,16 @@
-"""Micro, full and auto compaction of a session file, decided from its index (SPEC §8.3).
+"""Micro, full and auto compaction of a session file: what ``pipeline.decide`` works on.
 
-Micro: the view's tool-result turns are found by the core's rule (``tools.tool_result_turns``)
-on what the index knows of each view message; every record holding tool results outside the
-newest ``keep_recent`` of them (before the latest compaction and in sidechains too) is changed by
-the core's own micro compaction, and the UI copies of those outputs shrink with them.
-
-Full: the view's messages (old results already markers, so they take little memory) go to the
-core's full compaction; its summary and the pending turn it set aside become the records the
-format appends. The file's lines before them stay as they are.
+Micro is planned from the index (micro_plan.py); the records it touches are changed as they are
+read and as they are written. Full: the view's messages (old results already markers, so they
+take little memory) go to the core's full compaction; its summary and the pending turn it set
+aside become the records the format appends. The file's lines before them stay as they are.
+``rescue``'s repairs (rescue.py) come before micro's changes, in the same pass.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -21,163 +18,26 @@ from typing import Any, BinaryIO
 from ..estimate import HEURISTIC, estimate, estimate_quarters, quarters_to_tokens
 from ..formats import Message
 from ..full import FullResult, PendingTurn
-from ..micro import is_marker, micro_compact, worth_a_marker
 from ..settings import Settings
 from ..tokenizers import counter as counter_named
-from ..tools import UNKNOWN_TOOL
 from .base import Compaction, Record
 from .index import SessionIndex, load_view, pick, read_record, view_tokens
-from .keys import KeyMap, LineSet, key
-from .table import RecordTable, result_holders
-
-
-@dataclass(frozen=True)
-class MicroPlan:
-    records: LineSet  # records whose tool results get the marker
-    outputs: MarkedOutputs  # call id -> tool name of every output that gets the marker
-    copies: LineSet  # other records holding UI copies of those outputs
-    results: int  # tool results that get the marker
-    # records of ``records`` that also hold parts of the newest turns: those parts stay whole
-    # (one record may hold a whole history, as Gemini CLI's checkpoints do)
-    kept_parts: dict[int, frozenset[int]] = field(default_factory=dict)
-
-    def touches(self, index: int) -> bool:
-        return index in self.records or index in self.copies
-
-    def touches_view(self, session: SessionIndex) -> bool:
-        return any(self.touches(index) for index in session.view_records)
-
-
-class MarkedOutputs:
-    """The outputs that get the marker: call id (or its key) -> the tool's name, for the
-    formats' ``shrink_copies`` (``get``), in a ``KeyMap`` (millions of outputs, a few MB)."""
-
-    def __init__(self, session: SessionIndex) -> None:
-        self._session = session
-        self._marked = KeyMap("B")
-
-    def add(self, call: int) -> None:
-        self._marked[call] = 1
-
-    def __contains__(self, call: Any) -> bool:
-        return isinstance(call, int | str) and key(call) in self._marked
-
-    def get(self, call: Any, default: Any = None) -> Any:
-        return self._session.tool(call, UNKNOWN_TOOL) if call in self else default
-
-
-def plan_micro(session: SessionIndex, settings: Settings) -> MicroPlan:
-    infos = session.infos
-    settings = replace(settings, compat=False)  # a session file is never a BareAgent conversation
-    kept = _newest_result_turns(session, max(settings.keep_recent, 0))
-    whole = {index for index, part in kept if part is None}
-    kept_parts: dict[int, set[int]] = {}
-    for index, part in kept:
-        if part is not None and index not in whole:
-            kept_parts.setdefault(index, set()).add(part)
-    kept_calls = {
-        result.call_id
-        for index, part in kept
-        for result in infos.results(index)
-        if part is None or result.part == part
-    }
-    records, outputs, results = LineSet(len(infos)), MarkedOutputs(session), 0
-    for index, call, chars, mark in infos.result_rows():
-        if index in whole or mark & 1 or mark >> 1 in kept_parts.get(index, ()):
-            continue  # kept whole, or a marker already
-        if worth_a_marker(session.tool(call, UNKNOWN_TOOL), chars, settings):
-            records.add(index)
-            results += 1
-            if call not in kept_calls:
-                outputs.add(call)
-    copies = LineSet(len(infos))
-    for index, call in infos.copy_rows():
-        if index not in whole and call in outputs:
-            copies.add(index)
-    partly = {index: frozenset(parts) for index, parts in kept_parts.items() if index in records}
-    return MicroPlan(records, outputs, copies, results, partly)
-
-
-def _newest_result_turns(session: SessionIndex, keep: int) -> set[tuple[int, int | None]]:
-    """The pieces (record, part) of the view's newest ``keep`` tool-result turns (SPEC §2, by
-    the core's rule: ``tools.tool_result_turns``, on what the index knows of each message)."""
-    if not keep:
-        return set()
-    infos, view = session.infos, session.view
-    turns: list[int] = []  # the view messages that open a turn, oldest first
-    in_tool_run = False
-    for number, message in enumerate(view):
-        if infos.role(message.records[0]) == "tool":
-            if not in_tool_run:
-                turns.append(number)
-            in_tool_run = True
-            continue
-        in_tool_run = False
-        if any(_holds_results(infos, index, part) for index, part in message.pieces()):
-            turns.append(number)
-    if not turns:
-        return set()
-    first = turns[-min(keep, len(turns))]  # its messages, and those after it (none holds one)
-    return {piece for number in range(first, len(view)) for piece in view[number].pieces()}
-
-
-def _holds_results(infos: RecordTable, index: int, part: int | None) -> bool:
-    if not infos.has_results(index):
-        return False
-    return part is None or any(result.part == part for result in infos.results(index))
-
-
-def micro_change(session: SessionIndex, plan: MicroPlan, settings: Settings):
-    """The change pass 2 makes to record ``index`` (returns whether it changed it)."""
-    agent_format = session.format
-    # The plan chose the records; within one, every result the rules allow gets the marker, by
-    # the default profile's rules (a session file is never a BareAgent conversation).
-    every_result = replace(settings, keep_recent=0, compat=False)
-
-    def change(index: int, record: Record) -> bool:
-        changed = False
-        if index in plan.records:
-            messages = agent_format.messages(record)
-            kept = plan.kept_parts.get(index, frozenset())
-            candidates = [m for part, m in enumerate(messages) if part not in kept]
-            holders = list(result_holders(candidates))
-            before = [is_marker(holder.get("content")) for _, holder in holders]
-            calls = {call_id for call_id, _ in holders if isinstance(call_id, str)}
-            asked = {
-                "role": "assistant",
-                "content": [
-                    {"type": "tool_use", "id": call_id, "name": session.tool(call_id)}
-                    for call_id in calls
-                    if session.tool(call_id) is not None
-                ],
-            }
-            compacted = micro_compact([asked, *candidates], every_result)[0][1:]
-            truncated = {
-                call_id: session.tool(call_id, UNKNOWN_TOOL)
-                for (call_id, holder), was in zip(result_holders(compacted), before, strict=True)
-                if not was and is_marker(holder.get("content"))
-            }
-            for message, now in zip(candidates, compacted, strict=True):
-                if now is not message:  # the format's messages may be the record's own dicts
-                    message.clear()
-                    message.update(now)
-            if truncated:
-                agent_format.store(record, messages, truncated)
-                changed = True
-        if index in plan.copies:
-            changed = agent_format.shrink_copies(record, plan.outputs) or changed
-        return changed
-
-    return change
+from .keys import LineSet
+from .micro_plan import MicroChange, plan_micro
+from .rescue import NO_REPAIRS, Repairs
 
 
 def view_tokens_after(
-    handle: BinaryIO, session: SessionIndex, plan: MicroPlan, change: Callable[[int, Record], bool]
+    handle: BinaryIO,
+    session: SessionIndex,
+    touches: Callable[[int], bool],
+    change: Callable[[int, Record], bool],
 ) -> int:
-    """The view's estimate once the plan is done (the changed view records read again)."""
+    """The view's estimate once ``change`` is made to the records it ``touches`` (the changed
+    view records read again)."""
     quarters = session.view_quarters
     for index, part in session.view_pieces:
-        if plan.touches(index):
+        if touches(index):
             record = read_record(handle, session.infos, index, session.source)
             change(index, record)
             now = estimate_quarters(pick(session.format.messages(record), part))
@@ -190,15 +50,19 @@ def view_tokens_after(
 
 @dataclass(frozen=True)
 class Rewrite:
-    """What pass 2 does to a session file: the records to change (and how), the records to add."""
+    """What pass 2 does to a session file: the records to change (and how), the records to add.
+
+    Only ``rescue`` inserts records after a line or leaves lines out (compaction never does)."""
 
     change: Callable[[int, Record], bool] | None = None
     touched: LineSet = field(default_factory=LineSet)  # the records ``change`` may change
     append: tuple[Record, ...] = ()
+    insert: dict[int, tuple[Record, ...]] = field(default_factory=dict)  # after the line
+    dropped: frozenset[int] = frozenset()  # lines left out
 
     @property
     def changes_anything(self) -> bool:
-        return bool(len(self.touched) or self.append)
+        return bool(len(self.touched) or self.append or self.insert or self.dropped)
 
 
 UNCHANGED = Rewrite()
@@ -227,6 +91,7 @@ class SessionSubject:
         index: SessionIndex,
         settings: Settings,
         around: Surroundings = Surroundings(),
+        repairs: Repairs = NO_REPAIRS,
     ) -> None:
         self.handle = handle
         self.index = index
@@ -234,8 +99,10 @@ class SessionSubject:
         self.around = around
         self.counter = counter_named(settings.tokenizer)
         self.plan = plan_micro(index, settings)
-        self.change = micro_change(index, self.plan, settings)
+        self.change = MicroChange(index, self.plan, settings)
         self.micro_done = False
+        self.repairs = repairs  # rescue's, made before micro's (``repair``)
+        self.repaired = False
         self.appended: tuple[Record, ...] = ()
         self.summary: str | None = None
         self._input_tokens: int | None = None
@@ -245,21 +112,24 @@ class SessionSubject:
     def tokens(self) -> int:
         if self.appended:  # after a summary the view is what was appended
             return self._appended_tokens(self.appended)
-        if not self.micro_done:
-            return self.input_tokens()
-        if not self.plan.touches_view(self.index):
+        if not any(self._touches(index) for index in self.index.view_records):
             return self.input_tokens()
         if self.counter is HEURISTIC:
-            return view_tokens_after(self.handle, self.index, self.plan, self.change)
-        return view_tokens(self.handle, self.index, self.counter, self._micro_first)
+            return view_tokens_after(self.handle, self.index, self._touches, self._changed)
+        return view_tokens(self.handle, self.index, self.counter, self._changed)
 
-    def micro(self) -> int:
+    def repair(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Make ``rescue``'s repairs part of the result; what they are, and what is left."""
+        self.repaired = True
+        return self.repairs.done, self.repairs.left
+
+    def micro(self) -> tuple[int, int]:
         self.micro_done = True
-        return self.plan.results
+        return self.plan.results, self._images_marked()
 
     def history(self) -> list[Message]:
         # old results as markers already: they take little memory
-        return load_view(self.handle, self.index, self._micro_first)
+        return load_view(self.handle, self.index, self._repaired_then_micro)
 
     def take_summary(self, compacted: FullResult) -> int:
         if compacted.summary is None:
@@ -284,15 +154,42 @@ class SessionSubject:
         return self._input_tokens
 
     def rewrite(self) -> Rewrite:
-        touched = self.plan.records | self.plan.copies if self.micro_done else LineSet()
-        if not len(touched) and not self.appended:
+        repairs = self.repairs if self.repaired else NO_REPAIRS
+        touched = self.plan.touched if self.micro_done else LineSet()
+        if repairs.edits:
+            touched = touched | repairs.touched(len(self.index.infos))
+        if not len(touched) and not self.appended and not repairs.insert and not repairs.dropped:
             return UNCHANGED
-        return Rewrite(self.change, touched, self.appended)
+        return Rewrite(self._changed, touched, self.appended, repairs.insert, repairs.dropped)
 
     # --- inside ---
 
-    def _micro_first(self, index: int, record: Record) -> None:
-        """``change`` for the records the plan touches: the view as micro compaction leaves it."""
+    def _images_marked(self) -> int:
+        """The images that get a marker, counted on the records (an image inside a result that
+        gets the marker goes with it, and is not counted)."""
+        marked = 0
+        for index in self.plan.images.records:
+            record = read_record(self.handle, self.index.infos, index, self.index.source)
+            self.change.results(index, record)
+            marked += self.change.images(index, record)
+        return marked
+
+    def _touches(self, index: int) -> bool:
+        """Whether the result's record differs from the input's (so far)."""
+        repaired = self.repaired and index in self.repairs.edits
+        return repaired or (self.micro_done and self.plan.touches(index))
+
+    def _changed(self, index: int, record: Record) -> bool:
+        """The record as the result holds it (so far): repaired, then micro-compacted."""
+        changed = self.repaired and self.repairs.change(index, record)
+        if self.micro_done and self.plan.touches(index):
+            changed = self.change(index, record) or changed
+        return changed
+
+    def _repaired_then_micro(self, index: int, record: Record) -> None:
+        """What the summary is made of: the repaired view as micro compaction leaves it."""
+        if self.repaired:
+            self.repairs.change(index, record)
         if self.plan.touches(index):
             self.change(index, record)
 

@@ -9,6 +9,7 @@ JSON is *torn*: what an agent leaves when it is killed while writing.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 import orjson
@@ -24,6 +25,8 @@ _DIGITS_ONLY = bytes(
     ord("0") if chr(byte).isdigit() and byte < 128 else ord("x") for byte in range(256)
 )
 _LONG_DIGIT_RUN = b"0" * 19
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MILLISECOND = timedelta(milliseconds=1)
 
 
 class Line(NamedTuple):  # a NamedTuple: made for every line, and cheap to define at start-up
@@ -114,3 +117,34 @@ def first_record(path: Path) -> dict[str, Any]:
     except (OSError, orjson.JSONDecodeError):
         return {}
     return record if isinstance(record, dict) else {}
+
+
+def first_value(path: Path, name: str, lines: int = 20) -> Any:
+    """The value of key ``name`` in the first of the file's first ``lines`` records that has
+    one as a string (the folder an agent ran in, say); None if none does."""
+    try:
+        with open(path, "rb") as handle:
+            for _, line in zip(range(lines), handle, strict=False):
+                try:
+                    record = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(record, dict) and isinstance(record.get(name), str):
+                    return record[name]
+    except OSError:
+        return None
+    return None
+
+
+def milliseconds(value: Any) -> int | None:
+    """A record's ISO ``timestamp`` in milliseconds since the epoch, as JavaScript's ``Date``
+    reads it (no zone: UTC); None if it is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // _MILLISECOND

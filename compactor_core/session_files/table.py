@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..estimate import estimate_quarters
+from ..estimate import quarters_and_images
 from ..formats import Message
 from ..micro import content_length, is_marker
 from ..tools import blocks, is_block, tool_calls
@@ -73,6 +73,8 @@ class RecordTable(Sequence[RecordInfo]):
         self._problems: dict[int, str] = {}
         self._quarters = array("q")
         self._part_quarters: dict[int, tuple[int, ...]] = {}
+        self._images: dict[int, int] = {}  # line -> inline images its messages hold (few lines)
+        self._part_images: dict[int, tuple[int, ...]] = {}
         self._calls = _Rows("qHH")  # key, tool code, part
         self._results = _Rows("qqi")  # key, chars, part << 1 | is_marker
         self._copies = _Rows("q")  # key
@@ -200,12 +202,35 @@ class RecordTable(Sequence[RecordInfo]):
                 self._results.add(index, key(call_id), content_length(content), mark)
         if not self.measured:
             return
-        if len(messages) == 1:
-            self._quarters.append(estimate_quarters(messages))
-        else:
-            parts = tuple(estimate_quarters([message]) for message in messages)
-            self._part_quarters[index] = parts
-            self._quarters.append(sum(parts))
+        measured = [quarters_and_images(message) for message in messages]
+        self._quarters.append(sum(quarters for quarters, _ in measured))
+        if len(messages) > 1:
+            self._part_quarters[index] = tuple(quarters for quarters, _ in measured)
+        images = tuple(images for _, images in measured)
+        if any(images):
+            self._images[index] = sum(images)
+            if len(messages) > 1:
+                self._part_images[index] = images
+
+    def patched(self, parents: dict[int, int], blank: set[int]) -> RecordTable:
+        """A copy in which lines have other parents (a line, or NO_PARENT) and some lines are
+        blank: the table as ``rescue``'s repairs leave it, for the view made again."""
+        import copy
+
+        patched = copy.copy(self)
+        patched._parents = array("i", self._parents)
+        patched._missing = dict(self._missing)
+        for index, parent in parents.items():
+            patched._parents[index] = parent
+            patched._missing.pop(index, None)
+        if blank:
+            patched._kinds, patched._roles = array("H", self._kinds), array("B", self._roles)
+            patched._tag_kinds = array("B", self._tag_kinds)
+            for index in blank:
+                patched._kinds[index] = self._kind_names.code("blank")
+                patched._roles[index] = 0  # None's code
+                patched._tag_kinds[index] = 0
+        return patched
 
     # --- reading it ---------------------------------------------------------------------------
 
@@ -230,6 +255,8 @@ class RecordTable(Sequence[RecordInfo]):
         info.results = self.results(index)
         info.quarters = self.quarters(index)
         info.part_quarters = self._part_quarters.get(index, ())
+        info.images = self.images(index)
+        info.part_images = self.part_images(index)
         info.problem = self._problems.get(index)
         return info
 
@@ -305,6 +332,23 @@ class RecordTable(Sequence[RecordInfo]):
         """The estimate of one message of a record (part None: of all of them)."""
         parts = self._part_quarters.get(index)
         return self.quarters(index) if part is None or not parts else parts[part]
+
+    def images(self, index: int) -> int:
+        """The inline images of the record's messages (measured with its estimate)."""
+        return self._images.get(index, 0)
+
+    def piece_images(self, index: int, part: int | None) -> int:
+        """The inline images of one message of a record (part None: of all of them)."""
+        parts = self._part_images.get(index)
+        return self.images(index) if part is None or not parts else parts[part]
+
+    def part_images(self, index: int) -> tuple[int, ...]:
+        """Each message's inline images, for a record of more than one message that has any."""
+        return self._part_images.get(index, ())
+
+    def image_lines(self) -> list[int]:
+        """The lines whose records hold inline images, in order."""
+        return sorted(self._images)
 
     def has_results(self, index: int) -> bool:
         return self._results.has(index)

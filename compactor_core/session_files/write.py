@@ -2,15 +2,18 @@
 
 What no rule changes is copied byte for byte, in large blocks between the changed lines (pass 1
 knows where every line is); a changed record is written compactly with non-ASCII unescaped,
-keeping its line's ending (and the file's BOM); appended records follow the last line, which first
-gets a line ending if it had none. Whatever the file gained after pass 1 (an agent appending
-meanwhile) is copied too, though the in-place check will then leave the file alone. Nothing is
-held but a block or the line being changed.
+keeping its line's ending (and the file's BOM), but for the characters the agent's reader splits
+lines on (``AgentFormat.line_breaks``), which are escaped; appended records follow the last line,
+which first gets a line ending if it had none; ``rescue`` may also insert records after a line,
+or leave a line out. Whatever the file gained after pass 1 (an agent appending meanwhile) is
+copied too, though the in-place check will then leave the file alone. Nothing is held but a
+block or the line being changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import heapq
+from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
 from ..errors import InputError
@@ -27,31 +30,75 @@ def session_chunks(handle: BinaryIO, session: SessionIndex, rewrite: Rewrite) ->
     position = 0
     last = b"\n"  # the last byte copied so far
     infos = session.infos
-    for index in rewrite.touched if rewrite.change is not None else ():
+    breaks = session.format.line_breaks
+    touched = rewrite.touched if rewrite.change is not None else ()
+    for index in _lines(touched, rewrite):
         offset, length = infos.offset(index), infos.length(index)
         for block in _blocks(handle, position, offset):
             last = block[-1:]
             yield block
-        handle.seek(offset)
-        line = Line(infos.line(index), offset, handle.read(length))
-        if len(line.data) != length:
-            raise InputError(f"{session.source}: line {line.number}: changed while being read")
-        record = parse_exact(line, session.source)
-        data = (
-            line.prefix + dumps(record) + line.ending
-            if rewrite.change(index, record)
-            else line.data
-        )
-        last = data[-1:]
-        yield data
         position = offset + length
+        if index not in rewrite.dropped:
+            data = _read(handle, session, index)
+            if index in touched:
+                data = _changed(data, session, rewrite, index)
+            last = data[-1:]
+            yield data
+        added = rewrite.insert.get(index, ())
+        if added:
+            if last not in (b"\n", b""):  # a last line without its ending gets one
+                yield b"\n"
+            data = b"".join(_escaped(dumps(record), breaks) + b"\n" for record in added)
+            last = data[-1:]
+            yield data
     for block in _blocks(handle, position, None):
         last = block[-1:]
         yield block
     if rewrite.append:
         if last not in (b"\n", b""):
             yield b"\n"
-        yield b"".join(dumps(record) + b"\n" for record in rewrite.append)
+        yield b"".join(_escaped(dumps(record), breaks) + b"\n" for record in rewrite.append)
+
+
+def _lines(touched: Iterable[int], rewrite: Rewrite) -> Iterator[int]:
+    """The lines pass 2 does anything to, in order, each once (``touched`` is in order)."""
+    if not rewrite.dropped and not rewrite.insert:
+        yield from touched
+        return
+    previous = -1
+    for index in heapq.merge(touched, sorted(rewrite.dropped), sorted(rewrite.insert)):
+        if index != previous:
+            yield index
+        previous = index
+
+
+def _read(handle: BinaryIO, session: SessionIndex, index: int) -> bytes:
+    offset, length = session.infos.offset(index), session.infos.length(index)
+    handle.seek(offset)
+    data = handle.read(length)
+    if len(data) != length:
+        line = session.infos.line(index)
+        raise InputError(f"{session.source}: line {line}: changed while being read")
+    return data
+
+
+def _changed(data: bytes, session: SessionIndex, rewrite: Rewrite, index: int) -> bytes:
+    """The line as ``rewrite.change`` leaves it (itself, if it does not change it)."""
+    infos = session.infos
+    line = Line(infos.line(index), infos.offset(index), data)
+    record = parse_exact(line, session.source)
+    assert rewrite.change is not None
+    if not rewrite.change(index, record):
+        return data
+    return line.prefix + _escaped(dumps(record), session.format.line_breaks) + line.ending
+
+
+def _escaped(data: bytes, breaks: tuple[str, ...]) -> bytes:
+    """``data`` with the characters the agent's reader takes for line breaks written as JSON
+    escapes (a raw one can only stand inside a JSON string, where the escape means the same)."""
+    for character in breaks:
+        data = data.replace(character.encode(), f"\\u{ord(character):04x}".encode())
+    return data
 
 
 def _blocks(handle: BinaryIO, start: int, end: int | None) -> Iterator[bytes]:

@@ -37,6 +37,7 @@ class PiHome:
         model = {
             "id": MODEL,
             "reasoning": False,
+            "input": ["text", "image"],  # so that an image a tool read is sent
             "contextWindow": context_window,
             "maxTokens": 4096,
         }

@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 from helpers import serve_in_background
 
 from agents import anthropic_api, chat_api, gemini_api, responses_api
+from agents.limits import Limits, refusal
 from agents.script import Reply, Script
 
 MODEL_PATHS = ("/v1/messages", "/v1/responses", "/v1/chat/completions")
@@ -79,6 +80,10 @@ class ModelServer:
     input_tokens: Callable[[bytes], int] = fixed_tokens
     requests: list[Recorded] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # "METHOD /path" of every other request
+    # what the real APIs refuse is refused here too (a 400 in the API's own shape); None: all
+    # is answered
+    limits: Limits | None = None
+    refusals: list[str] = field(default_factory=list)  # why each refused request was refused
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -119,6 +124,16 @@ class ModelServer:
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
+    def refused(self, path: str, body: Any, size: int) -> str | None:
+        """Why the API would refuse this model request (recorded), or None."""
+        if self.limits is None or path == "/v1/messages/count_tokens" or path.endswith("Tokens"):
+            return None
+        reason = refusal(self.limits, path, body, size)
+        if reason is not None:
+            with self._lock:
+                self.refusals.append(f"{path}: {reason}")
+        return reason
+
     def record(self, request: Recorded) -> None:
         with self._lock:
             self.requests.append(request)
@@ -136,7 +151,10 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             path = urlsplit(self.path).path
             body = _json_or_raw(raw)
             server.record(Recorded("POST", path, self._headers(), body, len(raw)))
-            if path == "/v1/messages" and isinstance(body, dict):
+            reason = server.refused(path, body, len(raw))
+            if reason is not None:
+                self._send(400, "application/json", json.dumps(_error(path, reason)))
+            elif path == "/v1/messages" and isinstance(body, dict):
                 self._claude(body, raw)
             elif path == "/v1/messages/count_tokens":
                 self._send(200, "application/json", json.dumps({"input_tokens": len(raw) // 4}))
@@ -239,6 +257,15 @@ def _turn_reply(server: ModelServer, offers_tools: bool, body: dict[str, Any]) -
     if not offers_tools:
         return server.script.side_reply
     return server.script.next_reply()
+
+
+def _error(path: str, reason: str) -> dict[str, Any]:
+    """A 400's body as each API writes it, so the agent reports it as it would the real one."""
+    if path.startswith("/v1/messages"):
+        return {"type": "error", "error": {"type": "invalid_request_error", "message": reason}}
+    if gemini_api.method(path):
+        return {"error": {"code": 400, "message": reason, "status": "INVALID_ARGUMENT"}}
+    return {"error": {"message": reason, "type": "invalid_request_error", "code": None}}
 
 
 def _decoded(raw: bytes, request: BaseHTTPRequestHandler) -> bytes:

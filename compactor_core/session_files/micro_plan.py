@@ -1,0 +1,228 @@
+"""Micro compaction of a session file, planned from its index (SPEC §8.3), and carried out on
+each record pass 2 reads.
+
+The view's tool-result turns are found by the core's rule (``tools.tool_result_turns``) on what
+the index knows of each view message; every record holding tool results outside the newest
+``keep_recent`` of them (before the latest compaction and in sidechains too) is changed by the
+core's own micro compaction, and the UI copies of those outputs shrink with them. With
+``--images`` the images of every record but those of the newest ``keep_recent`` view messages
+that hold images become their markers too (old_images.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..micro import is_marker, micro_compact, worth_a_marker
+from ..old_images import mark_images
+from ..settings import Settings
+from ..tools import UNKNOWN_TOOL
+from .base import Record
+from .index import SessionIndex
+from .keys import KeyMap, LineSet, key
+from .table import RecordTable, result_holders
+
+Pieces = set[tuple[int, int | None]]  # (record, part) of view messages; part None: all of it
+
+
+@dataclass(frozen=True)
+class OldImages:
+    """``--images``: the records whose images get the marker, but for the parts kept whole."""
+
+    records: LineSet = field(default_factory=LineSet)
+    kept_parts: dict[int, frozenset[int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MicroPlan:
+    records: LineSet  # records whose tool results get the marker
+    outputs: MarkedOutputs  # call id -> tool name of every output that gets the marker
+    copies: LineSet  # other records holding UI copies of those outputs
+    results: int  # tool results that get the marker
+    # records of ``records`` that also hold parts of the newest turns: those parts stay whole
+    # (one record may hold a whole history, as Gemini CLI's checkpoints do)
+    kept_parts: dict[int, frozenset[int]] = field(default_factory=dict)
+    images: OldImages = field(default_factory=OldImages)
+
+    def touches(self, index: int) -> bool:
+        return index in self.records or index in self.copies or index in self.images.records
+
+    def touches_view(self, session: SessionIndex) -> bool:
+        return any(self.touches(index) for index in session.view_records)
+
+    @property
+    def touched(self) -> LineSet:
+        return self.records | self.copies | self.images.records
+
+
+class MarkedOutputs:
+    """The outputs that get the marker: call id (or its key) -> the tool's name, for the
+    formats' ``shrink_copies`` (``get``), in a ``KeyMap`` (millions of outputs, a few MB)."""
+
+    def __init__(self, session: SessionIndex) -> None:
+        self._session = session
+        self._marked = KeyMap("B")
+
+    def add(self, call: int) -> None:
+        self._marked[call] = 1
+
+    def __contains__(self, call: Any) -> bool:
+        return isinstance(call, int | str) and key(call) in self._marked
+
+    def get(self, call: Any, default: Any = None) -> Any:
+        return self._session.tool(call, UNKNOWN_TOOL) if call in self else default
+
+
+def plan_micro(session: SessionIndex, settings: Settings) -> MicroPlan:
+    infos = session.infos
+    settings = replace(settings, compat=False)  # a session file is never a BareAgent conversation
+    kept = _newest_result_turns(session, max(settings.keep_recent, 0))
+    whole, kept_parts = _wholly_or_partly(kept)
+    kept_calls = {
+        result.call_id
+        for index, part in kept
+        for result in infos.results(index)
+        if part is None or result.part == part
+    }
+    records, outputs, results = LineSet(len(infos)), MarkedOutputs(session), 0
+    for index, call, chars, mark in infos.result_rows():
+        if index in whole or mark & 1 or mark >> 1 in kept_parts.get(index, ()):
+            continue  # kept whole, or a marker already
+        if worth_a_marker(session.tool(call, UNKNOWN_TOOL), chars, settings):
+            records.add(index)
+            results += 1
+            if call not in kept_calls:
+                outputs.add(call)
+    copies = LineSet(len(infos))
+    for index, call in infos.copy_rows():
+        if index not in whole and call in outputs:
+            copies.add(index)
+    partly = {index: frozenset(parts) for index, parts in kept_parts.items() if index in records}
+    images = plan_images(session, settings.keep_recent) if settings.images else OldImages()
+    return MicroPlan(records, outputs, copies, results, partly, images)
+
+
+def plan_images(session: SessionIndex, keep_recent: int) -> OldImages:
+    """The images of every record but those of the newest ``keep_recent`` view messages that
+    hold images (old_images.py), before the latest compaction and in sidechains too."""
+    infos = session.infos
+    holders = [
+        message
+        for message in session.view
+        if any(infos.piece_images(index, part) for index, part in message.pieces())
+    ]
+    kept_messages = holders[len(holders) - keep_recent :] if keep_recent > 0 else []
+    whole, kept_parts = _wholly_or_partly(
+        {piece for message in kept_messages for piece in message.pieces()}
+    )
+    records = LineSet(len(infos))
+    for index in infos.image_lines():
+        parts = infos.part_images(index) or (infos.images(index),)
+        old = (count for part, count in enumerate(parts) if part not in kept_parts.get(index, ()))
+        if index not in whole and any(old):
+            records.add(index)
+    partly = {index: frozenset(parts) for index, parts in kept_parts.items() if index in records}
+    return OldImages(records, partly)
+
+
+def _wholly_or_partly(kept: Pieces) -> tuple[set[int], dict[int, set[int]]]:
+    """The records kept whole, and the parts kept of the others, from the kept pieces."""
+    whole = {index for index, part in kept if part is None}
+    kept_parts: dict[int, set[int]] = {}
+    for index, part in kept:
+        if part is not None and index not in whole:
+            kept_parts.setdefault(index, set()).add(part)
+    return whole, kept_parts
+
+
+def _newest_result_turns(session: SessionIndex, keep: int) -> Pieces:
+    """The pieces (record, part) of the view's newest ``keep`` tool-result turns (SPEC §2, by
+    the core's rule: ``tools.tool_result_turns``, on what the index knows of each message)."""
+    if not keep:
+        return set()
+    infos, view = session.infos, session.view
+    turns: list[int] = []  # the view messages that open a turn, oldest first
+    in_tool_run = False
+    for number, message in enumerate(view):
+        if infos.role(message.records[0]) == "tool":
+            if not in_tool_run:
+                turns.append(number)
+            in_tool_run = True
+            continue
+        in_tool_run = False
+        if any(_holds_results(infos, index, part) for index, part in message.pieces()):
+            turns.append(number)
+    if not turns:
+        return set()
+    first = turns[-min(keep, len(turns))]  # its messages, and those after it (none holds one)
+    return {piece for number in range(first, len(view)) for piece in view[number].pieces()}
+
+
+def _holds_results(infos: RecordTable, index: int, part: int | None) -> bool:
+    if not infos.has_results(index):
+        return False
+    return part is None or any(result.part == part for result in infos.results(index))
+
+
+class MicroChange:
+    """The change pass 2 makes to a record the plan touches (a call returns whether it changed
+    it): old results become markers, then old images, then the UI copies shrink."""
+
+    def __init__(self, session: SessionIndex, plan: MicroPlan, settings: Settings) -> None:
+        self.session = session
+        self.plan = plan
+        # The plan chose the records; within one, every result the rules allow gets the marker,
+        # by the default profile's rules (a session file is never a BareAgent conversation).
+        self.every_result = replace(settings, keep_recent=0, compat=False, images=False)
+
+    def __call__(self, index: int, record: Record) -> bool:
+        changed = self.results(index, record)
+        changed = self.images(index, record) > 0 or changed
+        if index in self.plan.copies:
+            changed = self.session.format.shrink_copies(record, self.plan.outputs) or changed
+        return changed
+
+    def results(self, index: int, record: Record) -> bool:
+        if index not in self.plan.records:
+            return False
+        session, agent_format = self.session, self.session.format
+        messages = agent_format.messages(record)
+        kept = self.plan.kept_parts.get(index, frozenset())
+        candidates = [m for part, m in enumerate(messages) if part not in kept]
+        holders = list(result_holders(candidates))
+        before = [is_marker(holder.get("content")) for _, holder in holders]
+        calls = {call_id for call_id, _ in holders if isinstance(call_id, str)}
+        asked = {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": call_id, "name": session.tool(call_id)}
+                for call_id in calls
+                if session.tool(call_id) is not None
+            ],
+        }
+        compacted = micro_compact([asked, *candidates], self.every_result)[0][1:]
+        truncated = {
+            call_id: session.tool(call_id, UNKNOWN_TOOL)
+            for (call_id, holder), was in zip(result_holders(compacted), before, strict=True)
+            if not was and is_marker(holder.get("content"))
+        }
+        for message, now in zip(candidates, compacted, strict=True):
+            if now is not message:  # the format's messages may be the record's own dicts
+                message.clear()
+                message.update(now)
+        if truncated:
+            agent_format.store(record, messages, truncated)
+        return bool(truncated)
+
+    def images(self, index: int, record: Record) -> int:
+        """How many of the record's images became markers (``--images``)."""
+        images = self.plan.images
+        if index not in images.records:
+            return 0
+        messages = self.session.format.messages(record)
+        kept = images.kept_parts.get(index, frozenset())
+        marked = mark_images(m for part, m in enumerate(messages) if part not in kept)
+        if marked:
+            self.session.format.store(record, messages, {})
+        return marked
