@@ -57,7 +57,7 @@ def _check_one(name: str, format_name: str) -> dict[str, Any]:
         if isinstance(document, SessionDocument):
             from compactor_core.session_files.check import check_report
 
-            return check_report(document)
+            return check_report(document.handle, document.format, document.label)
         report: dict[str, Any] = {"file": document.label, "format": "messages"}
         report["bytes"] = len(document.data)
         try:

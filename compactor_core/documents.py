@@ -186,8 +186,7 @@ class SessionDocument(_Read):
         return session_chunks(self.handle, subject.index, subject.rewrite())
 
     def input_chunks(self) -> Iterator[bytes]:
-        from .session_files.compact import UNCHANGED
-        from .session_files.write import session_chunks
+        from .session_files.write import UNCHANGED, session_chunks
 
         return session_chunks(self.handle, self.index(measure=False), UNCHANGED)
 

@@ -14,12 +14,11 @@ from helpers import CORPUS, session_result, wait_until_open
 
 from compactor_core.errors import InputError
 from compactor_core.session_files import registry
-from compactor_core.session_files.compact import UNCHANGED
 from compactor_core.session_files.in_use import in_use, writer_of
 from compactor_core.session_files.index import index_session
 from compactor_core.session_files.records import Line, lines, parse_exact, parse_fast
 from compactor_core.session_files.registry import detect
-from compactor_core.session_files.write import session_chunks
+from compactor_core.session_files.write import UNCHANGED, session_chunks
 from compactor_core.settings import Job
 
 KIMI = CORPUS / "originals" / "cc_kimi_516b7270__full.jsonl"

@@ -20,28 +20,25 @@ Blank lines are neither: every agent skips them.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
 from ..tools import tool_calls
-from .base import Problem, RecordInfo
+from .base import AgentFormat, Problem, RecordInfo
 from .index import INVALID, SessionIndex, index_session, read_record
 from .keys import NONE, KeyMap, key
 from .pairs import unpaired
 from .registry import agent_formats
 from .table import MISSING, result_holders
 
-if TYPE_CHECKING:
-    from ..documents import SessionDocument
 
-
-def check_report(document: SessionDocument) -> dict[str, Any]:
+def check_report(handle: BinaryIO, agent_format: AgentFormat, label: str) -> dict[str, Any]:
     """What ``ctxpack check`` says of a session file: its make-up, every problem and note."""
-    others = [other for other in agent_formats() if other.name != document.format.name]
-    session = index_session(document.handle, document.format, document.label, others)
-    found = findings(session, document.handle)
+    others = [other for other in agent_formats() if other.name != agent_format.name]
+    session = index_session(handle, agent_format, label, others)
+    found = findings(session, handle)
     return {
-        "file": document.label,
-        "format": document.format.name,
+        "file": label,
+        "format": agent_format.name,
         "bytes": session.size,
         "lines": len(session.infos),
         "records": session.records(),

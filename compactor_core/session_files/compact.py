@@ -10,7 +10,7 @@ aside become the records the format appends. The file's lines before them stay a
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -25,6 +25,7 @@ from .index import SessionIndex, load_view, pick, read_record, view_tokens
 from .keys import LineSet
 from .micro_plan import MicroChange, plan_micro
 from .rescue import NO_REPAIRS, Repairs
+from .write import UNCHANGED, Rewrite
 
 
 def view_tokens_after(
@@ -46,26 +47,6 @@ def view_tokens_after(
 
 
 # --- one file through one command ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Rewrite:
-    """What pass 2 does to a session file: the records to change (and how), the records to add.
-
-    Only ``rescue`` inserts records after a line or leaves lines out (compaction never does)."""
-
-    change: Callable[[int, Record], bool] | None = None
-    touched: LineSet = field(default_factory=LineSet)  # the records ``change`` may change
-    append: tuple[Record, ...] = ()
-    insert: dict[int, tuple[Record, ...]] = field(default_factory=dict)  # after the line
-    dropped: frozenset[int] = frozenset()  # lines left out
-
-    @property
-    def changes_anything(self) -> bool:
-        return bool(len(self.touched) or self.append or self.insert or self.dropped)
-
-
-UNCHANGED = Rewrite()
 
 
 @dataclass(frozen=True)

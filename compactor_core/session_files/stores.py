@@ -33,8 +33,8 @@ from .index import read_record
 if TYPE_CHECKING:
     from ..settings import SessionRules
     from ..snapshots import Details, Snapshots
-    from .compact import Rewrite
     from .index import SessionIndex
+    from .write import Rewrite
 
 DOCUMENT, DATABASE = "document", "database"
 

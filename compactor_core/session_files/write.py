@@ -13,16 +13,38 @@ block or the line being changed.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from ..errors import InputError
 from ..formats import dumps
-from .compact import Rewrite
+from .base import Record
 from .index import SessionIndex
+from .keys import LineSet
 from .records import Line, parse_exact
 
 BLOCK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """What pass 2 does to a session file: the records to change (and how), the records to add.
+
+    Only ``rescue`` inserts records after a line or leaves lines out (compaction never does)."""
+
+    change: Callable[[int, Record], bool] | None = None
+    touched: LineSet = field(default_factory=LineSet)  # the records ``change`` may change
+    append: tuple[Record, ...] = ()
+    insert: dict[int, tuple[Record, ...]] = field(default_factory=dict)  # after the line
+    dropped: frozenset[int] = frozenset()  # lines left out
+
+    @property
+    def changes_anything(self) -> bool:
+        return bool(len(self.touched) or self.append or self.insert or self.dropped)
+
+
+UNCHANGED = Rewrite()
 
 
 def session_chunks(handle: BinaryIO, session: SessionIndex, rewrite: Rewrite) -> Iterator[bytes]:
