@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import re
 import stat
@@ -52,6 +51,8 @@ class NewFile:
         self.path = path
         self.fd = fd
         self.size = 0
+        import hashlib  # here: the filters that write only to stdout never load it
+
         self.digest = hashlib.sha256()
 
     @classmethod
