@@ -39,8 +39,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..boilerplate import CODEX_SUMMARY_INTRO
 from ..response_items import has_text, is_call, is_context, is_output, texts, tool_use
 from ..session_files.agent_indexes import forget_projection
@@ -53,6 +51,7 @@ from ..session_files.base import (
     SessionFile,
     ViewMessages,
 )
+from ..session_files.records import first_record
 from ..session_files.table import RecordTable
 from ..session_files.ui_copies import shrink_strings
 
@@ -459,12 +458,8 @@ def _is_rollout(path: Path, sessions: Path) -> bool:
 
 def _session_meta(path: Path) -> dict[str, Any]:
     """The payload of the file's first record, if it is the session_meta."""
-    try:
-        with open(path, "rb") as handle:
-            record = orjson.loads(handle.readline())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    if isinstance(record, dict) and record.get("type") == "session_meta":
+    record = first_record(path)
+    if record.get("type") == "session_meta":
         payload = record.get("payload")
         return payload if isinstance(payload, dict) else {}
     return {}
