@@ -47,8 +47,8 @@ from typing import Any
 
 from harness import CTXPACK, DATA_DIR, ENV, ROOT, Report, best_in_process, run_once
 
-from compactor_core.formats import dump, parse
-from compactor_core.pipeline import run as run_job
+from compactor_core.compaction.pipeline import run as run_job
+from compactor_core.ends.formats import dump, parse
 from compactor_core.settings import Job
 
 CORPUS = ROOT / "tests" / "corpus"

@@ -1,6 +1,6 @@
 """Prompt-cache bills of piping every request through auto, on the bundled real sessions (issue 20).
 
-Each session is replayed request by request (``compactor_core.replay``: a request before each
+Each session is replayed request by request (``compactor_core.replay.run``: a request before each
 assistant message, the history up to it) in both ways of use, an agent loop that keeps ctxpack's
 output and a caller that re-sends its raw history (a proxy), and billed at Anthropic's 5-minute
 cache prices (read 0.1x, write 1.25x; a gap over 5 minutes is a miss). The sessions: the
@@ -24,12 +24,21 @@ from collections.abc import Sequence
 
 from harness import ROOT, Report
 
-from compactor_core import recordings
 from compactor_core.defaults import MIN_GAIN, THRESHOLD
-from compactor_core.formats import parse
-from compactor_core.pricing import PROFILES
-from compactor_core.replay import CHOSEN, KEEPS, SEED, UNTOUCHED, USES, Recording, Replay, replay
-from compactor_core.replay_report import figures, table
+from compactor_core.ends.formats import parse
+from compactor_core.replay import recordings
+from compactor_core.replay.pricing import PROFILES
+from compactor_core.replay.report import figures, table
+from compactor_core.replay.run import (
+    CHOSEN,
+    KEEPS,
+    SEED,
+    UNTOUCHED,
+    USES,
+    Recording,
+    Replay,
+    replay,
+)
 from compactor_core.session_files.index import index_session
 from compactor_core.session_files.registry import detect
 from compactor_core.settings import Settings

@@ -195,7 +195,7 @@ def _reference_estimate(messages: list[dict[str, Any]]) -> int:
 
 def _throughput(report: Report, big: Path) -> None:
     # imported here, so that a core module broken mid-edit fails this case and not the others
-    from compactor_core.estimate import estimate, text_quarters
+    from compactor_core.compaction.estimate import estimate, text_quarters
 
     messages, size = _slice(big)
     texts = reference_texts(messages)

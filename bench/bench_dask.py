@@ -221,8 +221,8 @@ class Listed(s3fs.S3FileSystem):
 
 fsspec.register_implementation("benchs3", Listed, clobber=True)
 
-from compactor_core.engines import cluster_chunks
-from compactor_core.targets import Listing, find_targets
+from compactor_core.batch.engines import cluster_chunks
+from compactor_core.batch.targets import Listing, find_targets
 
 listed = find_targets(Listing(["benchs3://bench/in/"], True, output_dir="benchs3://bench/out/"))
 held, count = [], 0

@@ -48,9 +48,9 @@ def _speed(report: Report) -> None:
 def _errors() -> list[tuple[str, str, int, int]]:
     """(file, tokenizer, exact tokens, heuristic tokens) for every corpus file and tokenizer."""
     sys.path.insert(0, str(ROOT))
-    from compactor_core.estimate import counted_texts, tokens_of
-    from compactor_core.formats import parse
-    from compactor_core.tokenizers import counter
+    from compactor_core.compaction.estimate import counted_texts, tokens_of
+    from compactor_core.compaction.tokenizers import counter
+    from compactor_core.ends.formats import parse
 
     rows = []
     for path in sorted((ROOT / "tests" / "corpus").glob("*.json")):

@@ -13,10 +13,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from compactor_core.corpus_stats import Tally, render
-from compactor_core.formats import dumps
-from compactor_core.sources import LocalFile, RemoteObject
-from compactor_core.targets import DEFAULT_GLOBS, Listing, find_targets
+from compactor_core.batch.targets import DEFAULT_GLOBS, Listing, find_targets
+from compactor_core.compaction.corpus_stats import Tally, render
+from compactor_core.ends.formats import dumps
+from compactor_core.ends.sources import LocalFile, RemoteObject
 
 from . import io
 from .exit_codes import ExitStatus, status_for
@@ -37,7 +37,7 @@ def summarize(
     names: Sequence[str], format_name: str, bareagent: bool, as_json: bool, **listing: Any
 ) -> None:
     """Print the corpus statistics (text, or one JSON object with ``--json``)."""
-    from compactor_core.engines import estimate_all
+    from compactor_core.batch.engines import estimate_all
 
     globs = tuple(listing["globs"]) or DEFAULT_GLOBS
     targets = find_targets(Listing(names, listing["recursive"], globs))

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from compactor_core.atomic import write_chunks
+from compactor_core.disk.atomic import write_chunks
 from compactor_core.errors import CtxpackError, InputUnreadable, IsADirectory, OutputError, reading
 
 if TYPE_CHECKING:
-    from compactor_core.sources import Source
+    from compactor_core.ends.sources import Source
 
 STDIN = "-"
 
@@ -35,7 +35,7 @@ def input_names(files: tuple[str, ...]) -> tuple[str, ...]:
 
 def each_session(names: tuple[str, ...]) -> tuple[str, ...]:
     """The names, a database of sessions standing for each of them (``FILE#SESSION``)."""
-    from compactor_core.sources import is_database_file
+    from compactor_core.ends.sources import is_database_file
 
     if not any(is_database_file(name) for name in names if name != STDIN):
         return names
@@ -46,8 +46,8 @@ def each_session(names: tuple[str, ...]) -> tuple[str, ...]:
 
 def source_of(name: str) -> Source:
     """Where the input ``name`` is: standard input (read now), a URL, or a local file."""
-    from compactor_core.sources import Given, RemoteObject, local_file
-    from compactor_core.urls import is_url
+    from compactor_core.ends.sources import Given, RemoteObject, local_file
+    from compactor_core.ends.urls import is_url
 
     if name == STDIN:
         return Given(read_stdin(), "<stdin>")

@@ -16,7 +16,7 @@ from . import io, options, resolve
 from .exit_codes import TABLE, ExitStatus, combined, for_each_input, status_for
 
 if TYPE_CHECKING:
-    from compactor_core.estimate import Counter
+    from compactor_core.compaction.estimate import Counter
     from compactor_core.settings import Command
 
 # Only what every command needs is imported here: a filter run on every agent turn should start
@@ -202,7 +202,7 @@ def estimate(
 
     For an agent's session file: the conversation the agent would send on resume.
     """
-    from compactor_core.formats import dumps
+    from compactor_core.ends.formats import dumps
 
     counter = resolve.counter(tokenizer)
     bareagent = compat == "bareagent"
@@ -242,8 +242,8 @@ def _estimate_file(
     name: str, format_name: str, bareagent: bool, counter: Counter, as_json: bool
 ) -> tuple[int, dict[str, Any]]:
     """One input's tokens, and its breakdown when ``--json`` asks for it."""
-    from compactor_core.documents import open_document
-    from compactor_core.estimate import HEURISTIC
+    from compactor_core.compaction.estimate import HEURISTIC
+    from compactor_core.ends.documents import open_document
 
     with open_document(io.source_of(name), format_name) as document:
         tokens = document.tokens(counter, bareagent)

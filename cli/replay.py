@@ -13,11 +13,15 @@ from . import io, options
 from .exit_codes import combined, for_each_input
 
 if TYPE_CHECKING:
-    from compactor_core.pricing import Pricing
-    from compactor_core.replay import Replay
+    from compactor_core.replay.pricing import Pricing
+    from compactor_core.replay.run import Replay
     from compactor_core.settings import Settings
 
-PROFILES = ("anthropic-5m", "anthropic-1h", "openai")  # compactor_core.pricing's (a test checks)
+PROFILES = (
+    "anthropic-5m",
+    "anthropic-1h",
+    "openai",
+)  # compactor_core.replay.pricing's (a test checks)
 
 
 @click.command(
@@ -85,7 +89,7 @@ def replay(files: tuple[str, ...], **chosen: Any) -> None:
     system included; a gap over the TTL is a miss), the cache hit rate, the tokens sent and the
     biggest request. Agents' session files (their timestamps) and conversations alike.
     """
-    from compactor_core.pricing import pricing
+    from compactor_core.replay.pricing import pricing
 
     plot = chosen.pop("plot")
     if plot and len(files) > 1:
@@ -112,7 +116,7 @@ def replay(files: tuple[str, ...], **chosen: Any) -> None:
 
     failures = for_each_input(files, replay_one)
     if len(done) > 1 and not as_json:
-        from compactor_core.replay_report import figures, table
+        from compactor_core.replay.report import figures, table
 
         io.write_stdout(f"total of {len(done)} files\n{table(figures(done))}\n".encode())
     if failures:
@@ -135,9 +139,9 @@ def _settings(chosen: dict[str, Any]) -> Settings:
 
 
 def _replay_file(name: str, format_name: str, settings: Settings, prices: Pricing) -> Replay:
-    from compactor_core import recordings
-    from compactor_core.documents import open_document
-    from compactor_core.replay import replay as replay_recording
+    from compactor_core.ends.documents import open_document
+    from compactor_core.replay import recordings
+    from compactor_core.replay.run import replay as replay_recording
 
     with open_document(io.source_of(name), format_name) as document:
         recording = recordings.of(document)
@@ -145,9 +149,9 @@ def _replay_file(name: str, format_name: str, settings: Settings, prices: Pricin
 
 
 def _report(result: Replay, label: str, as_json: bool) -> None:
-    from compactor_core.formats import dumps
-    from compactor_core.replay_report import as_json as figures_json
-    from compactor_core.replay_report import render
+    from compactor_core.ends.formats import dumps
+    from compactor_core.replay.report import as_json as figures_json
+    from compactor_core.replay.report import render
 
     if as_json:
         io.write_stdout(dumps(figures_json(result, label)) + b"\n")
@@ -158,7 +162,7 @@ def _report(result: Replay, label: str, as_json: bool) -> None:
 def _draw(result: Replay, label: str, path: str, image_format: str) -> None:
     from pathlib import Path
 
-    from compactor_core.atomic import atomic_write
-    from compactor_core.replay_plot import render
+    from compactor_core.disk.atomic import atomic_write
+    from compactor_core.replay.plot import render
 
     atomic_write(Path(path), render(result, label, image_format))

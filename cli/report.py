@@ -8,9 +8,9 @@ from typing import Any
 
 import click
 
+from compactor_core.compaction.outcome import Report
+from compactor_core.compaction.status import Status
 from compactor_core.errors import SessionInUse
-from compactor_core.outcome import Report
-from compactor_core.status import Status
 
 from . import io
 from .exit_codes import ExitStatus, status_for

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .settings import Resolver
 
 if TYPE_CHECKING:
-    from compactor_core.estimate import Counter
+    from compactor_core.compaction.estimate import Counter
     from compactor_core.settings import Settings
 
 
@@ -27,10 +27,10 @@ def counter(flag: str | None, settings: Resolver | None = None) -> Counter:
     """The counter the flag, CTXPACK_TOKENIZER or the config file names (heuristic: no import)."""
     name = (settings or resolver({"tokenizer": flag})).get("tokenizer")
     if name == "heuristic":
-        from compactor_core.estimate import HEURISTIC
+        from compactor_core.compaction.estimate import HEURISTIC
 
         return HEURISTIC
-    from compactor_core.tokenizers import counter as tokenizer_counter
+    from compactor_core.compaction.tokenizers import counter as tokenizer_counter
 
     return tokenizer_counter(name)
 

@@ -14,11 +14,11 @@ from . import io, options
 from .exit_codes import ExitStatus, combined, status_for
 
 if TYPE_CHECKING:
-    from compactor_core.restore import Choice, Found
-    from compactor_core.restoring import Restored
     from compactor_core.settings import SessionRules
-    from compactor_core.snapshot_store import SnapshotStore
-    from compactor_core.snapshots import Snapshot
+    from compactor_core.snapshots.base import Snapshot
+    from compactor_core.snapshots.finding import Choice, Found
+    from compactor_core.snapshots.local_store import SnapshotStore
+    from compactor_core.snapshots.putting_back import Restored
 
 # Shapes ``restore --session-id`` prints as a JSON array of messages; an agent's session file
 # is printed as it was (its own format: ``restore FILE`` puts it back where it was).
@@ -92,9 +92,9 @@ def restore(
     """
     from datetime import UTC, datetime
 
-    from compactor_core.restore import Choice
     from compactor_core.settings import SessionRules
-    from compactor_core.snapshots import ORIGINAL, RESULT
+    from compactor_core.snapshots.base import ORIGINAL, RESULT
+    from compactor_core.snapshots.finding import Choice
 
     choice = Choice(RESULT if result else ORIGINAL, nth, at)
     action = _action(files, session_id, list_snapshots, prune)
@@ -116,8 +116,8 @@ def _stores(flag: str | None, files: tuple[str, ...] = ()) -> list[SnapshotStore
     """The store in use (first), then the ``.transcripts`` of older versions, each once."""
     import os
 
-    from compactor_core.locations import legacy_folders
-    from compactor_core.snapshot_store import SnapshotStore
+    from compactor_core.snapshots.local_store import SnapshotStore
+    from compactor_core.snapshots.locations import legacy_folders
 
     from .settings import Resolver
 
@@ -184,8 +184,8 @@ def _restore_files(
     rules: SessionRules,
     dry_run: bool,
 ) -> None:
-    from compactor_core.restore import search, snapshot_of_file
-    from compactor_core.restoring import newest, restore_file
+    from compactor_core.snapshots.finding import search, snapshot_of_file
+    from compactor_core.snapshots.putting_back import newest, restore_file
 
     failures: list[ExitStatus] = []
     for name in files:
@@ -236,7 +236,7 @@ def _say(name: str, snapshot: Snapshot, done: Restored) -> None:
 
 
 def _database(name: str) -> bool:
-    from compactor_core.sources import is_database_file, local_file
+    from compactor_core.ends.sources import is_database_file, local_file
 
     return is_database_file(local_file(name).path)
 
@@ -245,10 +245,10 @@ def _restore_sessions(
     store: SnapshotStore, name: str, choice: Choice, dry_run: bool
 ) -> list[ExitStatus]:
     """``restore DB#SESSION``: that session put back; ``restore DB``: each session kept."""
+    from compactor_core.ends.sources import session_name
     from compactor_core.errors import UsageError
     from compactor_core.session_files.database import kept_sessions, restore_session
     from compactor_core.session_files.registry import database_of
-    from compactor_core.sources import session_name
 
     failures: list[ExitStatus] = []
     try:
@@ -293,8 +293,8 @@ def _when(snapshot: Snapshot) -> str:
 
 
 def _print(stores: list[SnapshotStore], session_id: str, choice: Choice, pretty: bool) -> None:
-    from compactor_core.formats import dumps, parse
-    from compactor_core.restore import choose, session_snapshots
+    from compactor_core.ends.formats import dumps, parse
+    from compactor_core.snapshots.finding import choose, session_snapshots
 
     snapshot = choose(session_snapshots(stores, session_id), choice, f"session {session_id!r}")
     data = snapshot.read()
@@ -304,8 +304,8 @@ def _print(stores: list[SnapshotStore], session_id: str, choice: Choice, pretty:
 
 
 def _list(stores: list[SnapshotStore], session_id: str | None, as_json: bool) -> None:
-    from compactor_core.formats import dumps
-    from compactor_core.restore import search
+    from compactor_core.ends.formats import dumps
+    from compactor_core.snapshots.finding import search
 
     found = search(stores, lambda store: store.select(session_id))
     _warn_unusable(found)
@@ -340,7 +340,7 @@ def _prune(
 ) -> None:
     from datetime import datetime
 
-    from compactor_core.restore import parse_age, search, to_prune
+    from compactor_core.snapshots.finding import parse_age, search, to_prune
 
     age = parse_age(older_than) if older_than is not None else None
     found = search(stores, lambda store: store.select(session_id))

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from compactor_core import defaults
-from compactor_core.destinations import Destination, ToFile, ToObject, ToStream
-from compactor_core.outcome import Report
+from compactor_core.compaction.outcome import Report
+from compactor_core.ends.destinations import Destination, ToFile, ToObject, ToStream
+from compactor_core.ends.urls import is_url
 from compactor_core.process import Target, process
 from compactor_core.settings import Job, RunSettings, SessionRules, Writing
-from compactor_core.urls import is_url
 
 from . import io, report
 from .exit_codes import ExitStatus, combined, for_each_input, status_for
@@ -75,7 +75,7 @@ class Output:
 def _checked(session_id: str) -> str:
     if session_id == defaults.SESSION_ID:  # the default is valid: no need to load the rules
         return session_id
-    from compactor_core.snapshots import check_session_id
+    from compactor_core.snapshots.base import check_session_id
 
     return check_session_id(session_id)
 
@@ -84,7 +84,7 @@ def run_settings(job: Job, options: dict[str, Any], snapshot_dir: str | None) ->
     """The core's settings of the run from the shared options."""
     snapshots = None
     if snapshot_dir is not None:
-        from compactor_core.storage import snapshot_store
+        from compactor_core.ends.object_store import snapshot_store
 
         snapshots = snapshot_store(snapshot_dir)
     return RunSettings(
@@ -201,8 +201,8 @@ def _batch(
 ) -> None:
     from dataclasses import replace
 
-    from compactor_core.engines import run_all
-    from compactor_core.targets import (
+    from compactor_core.batch.engines import run_all
+    from compactor_core.batch.targets import (
         DEFAULT_GLOBS,
         Listing,
         clean_up_after_killed_runs,
@@ -213,7 +213,7 @@ def _batch(
     skip = [snapshots.location] if snapshots is not None else []
     listing = Listing(names, out.recursive, out.globs or DEFAULT_GLOBS, out.output_dir, skip)
     if not listing.local:
-        from compactor_core.destinations import settings_key
+        from compactor_core.ends.destinations import settings_key
 
         listing = replace(listing, settings_key=settings_key(run, provider))
     targets = find_targets(listing)
@@ -264,7 +264,7 @@ def _report(
         stopped = " (stopped: the rest not started)" if listed and stop.is_set() else ""
         io.warn(report.summary_line(done, total, out.dry_run) + stopped)
     if out.json_report:
-        from compactor_core.formats import dumps
+        from compactor_core.ends.formats import dumps
 
         io.write_stdout(dumps(report.json_report(done, total, out.dry_run)) + b"\n")
     _exit_for(failures)
@@ -288,7 +288,7 @@ class _CopyNote:
 
 def engine_of(options: dict[str, Any]) -> Any:
     """Where a batch runs, from ``--engine``, ``--scheduler``, ``-j`` and ``--max-concurrency``."""
-    from compactor_core.engines import Engine
+    from compactor_core.batch.engines import Engine
 
     engine, scheduler = options.get("engine"), options.get("scheduler")
     if scheduler is not None and engine == "local":

@@ -112,7 +112,7 @@ def serve(
     and key; the reply streams back unchanged. Everything else passes through untouched. One
     line per request on stderr; figures at /ctxpack/stats. Needs ctxpack[serve].
     """
-    from compactor_core.pipeline import Context
+    from compactor_core.compaction.pipeline import Context
     from compactor_core.serve.compaction import Compactor
     from compactor_core.serve.proxy import Proxy, ProxySettings
 

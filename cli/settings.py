@@ -202,7 +202,7 @@ class Resolver:
             return given
         if bareagent:
             return defaults.BAREAGENT_SNAPSHOT_DIR
-        from compactor_core.locations import user_store
+        from compactor_core.snapshots.locations import user_store
 
         return str(user_store(self.environ.get("XDG_STATE_HOME"), self.environ.get("HOME")))
 

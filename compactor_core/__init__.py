@@ -15,7 +15,7 @@
 >>> estimate_tokens(messages)
 24
 
-The submodules keep their names (``compactor_core.estimate``, ``.micro``, ``.full``): the
+The submodules keep their names (``compactor_core.compaction.estimate``, ``.micro``, ``.full``): the
 functions exported here never shadow them. Messages are plain dicts (unknown keys survive);
 ``parse`` and ``dump`` read and write the three input shapes. ``compact`` compacts a list of
 messages and warns (``CompactionWarning``) when a summary failed or was cut off; ``run`` with a
@@ -31,6 +31,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .compaction.estimate import breakdown
+    from .compaction.estimate import estimate as estimate_tokens
+    from .compaction.outcome import Outcome, Report
+    from .compaction.pipeline import Context, run
+    from .compaction.status import Status
+    from .ends.formats import Conversation, Message, dump, parse
     from .errors import (
         ConfigError,
         CtxpackError,
@@ -41,17 +47,11 @@ if TYPE_CHECKING:
         RetryableProviderError,
         SummaryCutOff,
     )
-    from .estimate import breakdown
-    from .estimate import estimate as estimate_tokens
-    from .formats import Conversation, Message, dump, parse
     from .library import CompactionWarning, compact, compact_file
-    from .outcome import Outcome, Report
-    from .pipeline import Context, run
     from .providers.base import Summarizer, SummaryRequest
     from .providers.registry import provider
     from .settings import Command, Job, Settings
-    from .snapshot_store import SnapshotStore
-    from .status import Status
+    from .snapshots.local_store import SnapshotStore
 
 # Public name -> (module, name there). Imported on first use: the CLI imports this package at
 # start-up (for its defaults) and must not pay for the whole core.
@@ -65,23 +65,22 @@ _EXPORTS = {
             "InputUnreadable",
             "OutputError",
             "ProviderError",
-            "Report",
             "RetryableProviderError",
             "SummaryCutOff",
         )
     },
-    "breakdown": ("estimate", "breakdown"),
-    "estimate_tokens": ("estimate", "estimate"),
-    **{name: ("formats", name) for name in ("Conversation", "Message", "dump", "parse")},
+    "breakdown": ("compaction.estimate", "breakdown"),
+    "estimate_tokens": ("compaction.estimate", "estimate"),
+    **{name: ("ends.formats", name) for name in ("Conversation", "Message", "dump", "parse")},
     **{name: ("library", name) for name in ("CompactionWarning", "compact", "compact_file")},
-    **{name: ("outcome", name) for name in ("Outcome", "Report")},
-    **{name: ("pipeline", name) for name in ("Context", "run")},
+    **{name: ("compaction.outcome", name) for name in ("Outcome", "Report")},
+    **{name: ("compaction.pipeline", name) for name in ("Context", "run")},
     "provider": ("providers.registry", "provider"),
     **{name: ("settings", name) for name in ("Command", "Job", "Settings")},
     "Summarizer": ("providers.base", "Summarizer"),
     "SummaryRequest": ("providers.base", "SummaryRequest"),
-    "SnapshotStore": ("snapshot_store", "SnapshotStore"),
-    "Status": ("status", "Status"),
+    "SnapshotStore": ("snapshots.local_store", "SnapshotStore"),
+    "Status": ("compaction.status", "Status"),
 }
 
 __all__ = [

@@ -14,15 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from . import defaults
-from .destinations import InPlace, ToFile
-from .formats import Conversation, Message
-from .outcome import Outcome, Report
-from .pipeline import Context, failure, run
+from .compaction.outcome import Outcome, Report
+from .compaction.pipeline import Context, failure, run
+from .ends.destinations import InPlace, ToFile
+from .ends.formats import Conversation, Message
+from .ends.sources import LocalFile
 from .process import Target, process
 from .providers.base import Summarizer
 from .settings import Command, Job, RunSettings, SessionRules, Settings, Writing
-from .snapshots import DEFAULT_SESSION, Snapshots
-from .sources import LocalFile
+from .snapshots.base import DEFAULT_SESSION, Snapshots
 
 USER_STORE: Any = object()  # compact_file's default: the per-user store (locations.user_store)
 
@@ -86,11 +86,11 @@ def compact_file(
     """
     store = snapshots
     if snapshots is USER_STORE:
-        from .locations import user_store
+        from .snapshots.locations import user_store
 
         snapshots = user_store()
     if isinstance(snapshots, str | Path):
-        from .storage import snapshot_store
+        from .ends.object_store import snapshot_store
 
         store = snapshot_store(str(snapshots))
     run_settings = RunSettings(

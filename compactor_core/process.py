@@ -12,13 +12,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .destinations import Destination, InPlace
-from .documents import Document, MessagesDocument, open_document
+from .compaction.outcome import Report
+from .compaction.pipeline import SnapshotKeeper, decide
+from .ends.destinations import Destination, InPlace
+from .ends.documents import Document, MessagesDocument, open_document
+from .ends.sources import LocalFile, RemoteObject, Source
 from .errors import CtxpackError
-from .outcome import Report
-from .pipeline import SnapshotKeeper, decide
 from .settings import RunSettings
-from .sources import LocalFile, RemoteObject, Source
 
 if TYPE_CHECKING:
     from .providers.base import Summarizer
@@ -84,7 +84,7 @@ def _with_version(source: Source) -> Source:
     """An object named directly (not listed) is asked for its version first: a re-run compares
     it, and an in-place write checks that nobody replaced the object meanwhile."""
     if isinstance(source, RemoteObject) and not source.version:
-        from .storage import stat
+        from .ends.object_store import stat
 
         return replace(source, version=stat(source.url).version)
     return source
@@ -112,7 +112,7 @@ def _keeper(document: Document, target: Target, run: RunSettings) -> SnapshotKee
 
 
 def _session_id(source: Source) -> str:
-    from .snapshots import session_id_for_file, session_id_for_url
+    from .snapshots.base import session_id_for_file, session_id_for_url
 
     if isinstance(source, LocalFile):
         return session_id_for_file(Path(source.path))

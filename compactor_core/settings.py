@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal
 from . import defaults
 
 if TYPE_CHECKING:
-    from .snapshots import Snapshots
+    from .snapshots.base import Snapshots
 
 Command = Literal["micro", "full", "auto", "rescue"]
 COMMANDS: tuple[Command, ...] = ("micro", "full", "auto", "rescue")

@@ -18,7 +18,7 @@ from typing import Any
 from helpers import session_result
 
 from compactor_core.agents.codex import Codex
-from compactor_core.outcome import Outcome
+from compactor_core.compaction.outcome import Outcome
 from compactor_core.providers.base import Summarizer
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.session_files import compact

@@ -36,11 +36,11 @@ from checks_full import (
     tool_paths,
 )
 
-from compactor_core import pipeline
-from compactor_core.estimate import estimate
-from compactor_core.formats import Conversation, parse
-from compactor_core.full import find_pending_turn, full_compact
-from compactor_core.pipeline import Context
+from compactor_core.compaction import pipeline
+from compactor_core.compaction.estimate import estimate
+from compactor_core.compaction.full import find_pending_turn, full_compact
+from compactor_core.compaction.pipeline import Context
+from compactor_core.ends.formats import Conversation, parse
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.settings import Job, Settings
 

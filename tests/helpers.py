@@ -184,7 +184,7 @@ def micro_in_place(
 ) -> Any:
     """Micro compaction written back into ``messages`` (the list, not its dicts), for tests that
     look at the list afterwards; ``micro_compact`` itself returns a new list."""
-    from compactor_core.micro import micro_compact
+    from compactor_core.compaction.micro import micro_compact
     from compactor_core.settings import Settings
 
     settings = Settings(keep_recent, tuple(exclude_tools), min_chars, compat=compat)
@@ -203,7 +203,7 @@ def session_result(
     outcome, and the index the decisions were made on."""
     import io
 
-    from compactor_core.pipeline import decide
+    from compactor_core.compaction.pipeline import decide
     from compactor_core.session_files.compact import SessionSubject, Surroundings
     from compactor_core.session_files.index import index_session
     from compactor_core.session_files.write import session_chunks

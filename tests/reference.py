@@ -135,7 +135,7 @@ def reference_estimate(messages: list[dict], system: Any = None, compat: bool = 
 
 # --- the BareAgent profile ------------------------------------------------------------------------
 # The original implementation's behaviour, rule by rule, written independently of
-# compactor_core/bareagent.py: ``--compat bareagent`` must match these on every input.
+# compactor_core/compaction/bareagent.py: ``--compat bareagent`` must match these on every input.
 
 
 def _ba_json(value: Any) -> str:

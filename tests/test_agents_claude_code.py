@@ -17,15 +17,15 @@ from helpers import CORPUS, TESTS, session_result
 from hypothesis import HealthCheck, given, settings
 from strategies_claude_code import claude_code_sessions
 
-from compactor_core.estimate import estimate
-from compactor_core.micro import marker
+from compactor_core.compaction.estimate import estimate
+from compactor_core.compaction.micro import marker
+from compactor_core.conversation.tools import blocks
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.session_files import registry
 from compactor_core.session_files.check import problems
 from compactor_core.session_files.compact import Surroundings
 from compactor_core.session_files.index import index_session, load_view
 from compactor_core.settings import Job, Settings
-from compactor_core.tools import blocks
 
 CLAUDE = registry.get("claude-code")
 REAL = sorted(CORPUS.glob("originals/cc_*__full.jsonl"))

@@ -15,8 +15,8 @@ from codex_rollouts import Rollout, index, records, run, user_item, view_message
 from helpers import TESTS
 
 from compactor_core.agents.codex import Codex
-from compactor_core.boilerplate import CODEX_SUMMARY_INTRO
-from compactor_core.estimate import estimate
+from compactor_core.compaction.estimate import estimate
+from compactor_core.conversation.boilerplate import CODEX_SUMMARY_INTRO
 from compactor_core.session_files import check, registry
 from compactor_core.settings import Job, Settings
 

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from compactor_core.agents.claude_code import ClaudeCode
 from compactor_core.agents.codex import Codex
-from compactor_core.boilerplate import CODEX_SUMMARY_INTRO
-from compactor_core.estimate import quarters_to_tokens, text_quarters
+from compactor_core.compaction.estimate import quarters_to_tokens, text_quarters
+from compactor_core.conversation.boilerplate import CODEX_SUMMARY_INTRO
 from compactor_core.providers.base import SummaryRequest
 from compactor_core.session_files import check
 from compactor_core.session_files import index as session

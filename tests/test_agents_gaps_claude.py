@@ -26,9 +26,9 @@ from agents.resume import resume
 from agents.sessions import Session, Workload, make_claude_session
 from helpers import run
 
-from compactor_core.documents import open_document
+from compactor_core.ends.documents import open_document
+from compactor_core.ends.sources import LocalFile
 from compactor_core.session_files.index import load_view
-from compactor_core.sources import LocalFile
 
 Records = list[dict[str, Any]]
 NOWHERE = "00000000-0000-4000-8000-00000000dead"  # a uuid no record has

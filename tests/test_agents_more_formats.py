@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from helpers import TESTS, estimated_tokens, invoke
 
-from compactor_core.micro import is_marker
+from compactor_core.compaction.micro import is_marker
 from compactor_core.session_files import registry
 from compactor_core.session_files.index import index_session, load_view
 

@@ -25,7 +25,7 @@ import pytest
 from helpers import TESTS, estimated_tokens, invoke, wait_until_open
 from provider_seam import use_provider
 
-from compactor_core.micro import is_marker
+from compactor_core.compaction.micro import is_marker
 
 FIXTURES = TESTS / "fixtures" / "more_agents"
 IN_PLACE = ("--in-place", "--min-idle", "0")

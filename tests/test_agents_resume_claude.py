@@ -26,8 +26,8 @@ from agents.resume import resume
 from agents.sessions import ORIGINALS, Session, Workload, make_claude_session, original_session
 from helpers import run
 
-from compactor_core.documents import open_document
-from compactor_core.sources import LocalFile
+from compactor_core.ends.documents import open_document
+from compactor_core.ends.sources import LocalFile
 
 
 @pytest.fixture(scope="module", params=["generated", *ORIGINALS])

@@ -25,7 +25,7 @@ from agents.resume import resume
 from agents.sessions import Session, Workload, make_codex_session
 from helpers import run
 
-from compactor_core.boilerplate import CODEX_SUMMARY_INTRO
+from compactor_core.conversation.boilerplate import CODEX_SUMMARY_INTRO
 
 
 @pytest.fixture(scope="module")

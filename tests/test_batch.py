@@ -1,8 +1,9 @@
 """Issue 5, in the core: finding the files of a batch, doing each one safely, in parallel.
 
-The decisions checked here are the ones written in the docstrings of ``compactor_core.targets``,
-``compactor_core.engines``, ``compactor_core.destinations`` and ``compactor_core.files`` (and the
-README): hidden files and folders, the snapshot and output
+The decisions checked here are the ones written in the docstrings of
+``compactor_core.batch.targets``, ``compactor_core.batch.engines``,
+``compactor_core.ends.destinations`` and ``compactor_core.disk.replace`` (and the README):
+hidden files and folders, the snapshot and output
 folders are skipped; symbolic links to files are followed, links to folders are not walked, a file
 reached twice is done once; read-only files (by their mode bits, even for root) are refused; a file
 that changed on disk after it was read is left alone; unchanged results are not rewritten.
@@ -23,25 +24,27 @@ from typing import Any
 
 import pytest
 
-from compactor_core import atomic, engines, files, targets
 from compactor_core import process as process_module
-from compactor_core.atomic import TEMP_SUFFIX, remove_stale_temp_files
-from compactor_core.destinations import InPlace
-from compactor_core.engines import Engine, local_chunks, run_all
+from compactor_core.batch import engines, targets
+from compactor_core.batch.engines import Engine, local_chunks, run_all
+from compactor_core.batch.targets import DEFAULT_GLOBS, Listing, clean_up_after_killed_runs
+from compactor_core.compaction.outcome import Report
+from compactor_core.compaction.pipeline import Context, run
+from compactor_core.disk import atomic
+from compactor_core.disk import replace as files
+from compactor_core.disk.atomic import TEMP_SUFFIX, remove_stale_temp_files
+from compactor_core.disk.replace import FileState, Replacement, replace
+from compactor_core.ends.destinations import InPlace
+from compactor_core.ends.formats import dump, parse
+from compactor_core.ends.sources import LocalFile
 from compactor_core.errors import InputError, InputUnreadable, OutputError
-from compactor_core.files import FileState, Replacement, replace
-from compactor_core.formats import dump, parse
-from compactor_core.outcome import Report
-from compactor_core.pipeline import Context, run
 from compactor_core.process import Target, process
 from compactor_core.providers.base import SummaryRequest
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.providers.registry import ProviderSettings
 from compactor_core.settings import Job, RunSettings, Settings, Writing
-from compactor_core.snapshot_store import SnapshotStore
-from compactor_core.snapshots import session_id_for_file
-from compactor_core.sources import LocalFile
-from compactor_core.targets import DEFAULT_GLOBS, Listing, clean_up_after_killed_runs
+from compactor_core.snapshots.base import session_id_for_file
+from compactor_core.snapshots.local_store import SnapshotStore
 
 
 def find_targets(

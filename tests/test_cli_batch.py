@@ -33,9 +33,9 @@ from helpers import (
 )
 from test_batch import encode, expected_micro, mixed_folder, session, tree, write_session
 
-from compactor_core.atomic import TEMP_SUFFIX
-from compactor_core.formats import parse
-from compactor_core.snapshots import session_id_for_file
+from compactor_core.disk.atomic import TEMP_SUFFIX
+from compactor_core.ends.formats import parse
+from compactor_core.snapshots.base import session_id_for_file
 
 SUMMARY = re.compile(
     r"^ctxpack: (?P<files>\d+) files, (?P<changed>\d+) (?:would change|changed), "

@@ -27,10 +27,10 @@ from support_full import (
     session_zh,
 )
 
-from compactor_core import pipeline
+from compactor_core.compaction import pipeline
+from compactor_core.compaction.estimate import estimate, quarters_to_tokens, text_quarters
+from compactor_core.ends.formats import parse
 from compactor_core.errors import ProviderError, RetryableProviderError
-from compactor_core.estimate import estimate, quarters_to_tokens, text_quarters
-from compactor_core.formats import parse
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.settings import Settings
 

@@ -11,9 +11,9 @@ import pytest
 from bad_inputs import BAD_IDS, BAD_INPUTS, assert_one_line_error, bad_file
 from helpers import dumps, fingerprint, invoke
 
+from compactor_core.ends.formats import parse
 from compactor_core.errors import InputError
-from compactor_core.formats import parse
-from compactor_core.snapshots import session_id_for_file
+from compactor_core.snapshots.base import session_id_for_file
 
 
 def turn(call_id: str, tool: str, result: str) -> list[dict]:

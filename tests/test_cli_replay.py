@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers import CORPUS, TESTS, invoke, run
 
-from compactor_core.pricing import PROFILES as CORE_PROFILES
+from compactor_core.replay.pricing import PROFILES as CORE_PROFILES
 
 TRANSCRIPT = CORPUS / "oai_openhands_ponyc4593.json"
 SESSION = TESTS / "fixtures" / "codex" / "compacted.jsonl"

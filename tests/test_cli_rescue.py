@@ -11,7 +11,7 @@ from agents.damage import cut_chain, removed_result
 from helpers import TESTS, run
 
 from cli.exit_codes import ExitStatus
-from compactor_core.repairs import NO_RESULT
+from compactor_core.compaction.repairs import NO_RESULT
 
 FIXTURES = TESTS / "fixtures"
 IDLE = ("--min-idle", "0")  # the files were written moments ago

@@ -9,7 +9,7 @@ from pathlib import Path
 from helpers import CTXPACK, run
 
 from cli.exit_codes import ExitStatus
-from compactor_core.snapshots import session_id_for_file
+from compactor_core.snapshots.base import session_id_for_file
 
 
 def tool_turns(count: int, size: int = 3000) -> list[dict]:

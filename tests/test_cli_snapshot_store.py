@@ -16,8 +16,8 @@ import pytest
 from helpers import CORPUS, run, wait_until_open
 
 from cli.exit_codes import ExitStatus
-from compactor_core.snapshot_store import SnapshotStore
-from compactor_core.snapshots import Details, session_id_for_file
+from compactor_core.snapshots.base import Details, session_id_for_file
+from compactor_core.snapshots.local_store import SnapshotStore
 
 SESSION = CORPUS / "originals" / "cc_kimi_516b7270__full.jsonl"
 OLD = time.time() - 3600

@@ -13,8 +13,8 @@ import pytest
 from helpers import REPO, corpus_files, dumps, invoke, run
 from tokenizer_reference import reference_total
 
-from compactor_core.estimate import counted_texts, estimate
-from compactor_core.formats import parse
+from compactor_core.compaction.estimate import counted_texts, estimate
+from compactor_core.ends.formats import parse
 
 INSTALL = "pip install 'ctxpack[tokenizers]'"
 PROSE = "我们需要先检查配置文件，然后重新运行测试，确认问题已经解决。"
@@ -185,9 +185,9 @@ def claude_session(tmp_path: Path) -> Path:
 
 
 def test_a_session_file_is_counted_by_its_view(tmp_path: Path) -> None:
+    from compactor_core.ends.sources import LocalFile
     from compactor_core.session_files.index import index_session, load_view
     from compactor_core.session_files.registry import detect
-    from compactor_core.sources import LocalFile
 
     path = claude_session(tmp_path)
     with LocalFile(path, "s").open() as handle:

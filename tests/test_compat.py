@@ -1,7 +1,8 @@
 """``--compat bareagent`` is the reference implementation, byte for byte (issue 11.2).
 
-tests/reference.py follows the reference's rules independently of compactor_core/bareagent.py;
-these properties compare the two on generated conversations of both wire styles, including keys
+tests/reference.py follows the reference's rules independently of
+compactor_core/compaction/bareagent.py; these properties compare the two on generated
+conversations of both wire styles, including keys
 that are not strings or are missing, where the reference's str() and json.dumps show through.
 """
 
@@ -16,11 +17,11 @@ from hypothesis import strategies as st
 from reference import bareagent_estimate, bareagent_full, bareagent_micro, bareagent_serialize
 from strategies import odd_conversations
 
+from compactor_core.compaction.estimate import estimate
+from compactor_core.compaction.full import full_compact
+from compactor_core.compaction.pipeline import run
+from compactor_core.ends.formats import Conversation, dumps
 from compactor_core.errors import ProviderError
-from compactor_core.estimate import estimate
-from compactor_core.formats import Conversation, dumps
-from compactor_core.full import full_compact
-from compactor_core.pipeline import run
 from compactor_core.providers.base import SummaryRequest
 from compactor_core.settings import Job, Settings
 
@@ -62,7 +63,7 @@ def test_estimate_is_the_reference(messages: list[dict]) -> None:
 
 @given(odd_conversations())
 def test_serialization_is_the_reference(messages: list[dict]) -> None:
-    from compactor_core.bareagent import serialize
+    from compactor_core.compaction.bareagent import serialize
 
     assert serialize(messages) == bareagent_serialize(messages)
 

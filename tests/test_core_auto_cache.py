@@ -11,14 +11,14 @@ from typing import Any
 from test_core_cache_policy import session
 
 from compactor_core import Settings, compact
-from compactor_core.cache_aware import micro_in_batches
-from compactor_core.cache_policy import plan, request_points
-from compactor_core.formats import Conversation
-from compactor_core.micro import micro_compact
-from compactor_core.pipeline import Context, run
+from compactor_core.compaction.cache_apply import micro_in_batches
+from compactor_core.compaction.cache_plan import plan, request_points
+from compactor_core.compaction.micro import micro_compact
+from compactor_core.compaction.pipeline import Context, run
+from compactor_core.compaction.status import Status
+from compactor_core.ends.formats import Conversation
 from compactor_core.settings import Job
-from compactor_core.snapshot_store import SnapshotStore
-from compactor_core.status import Status
+from compactor_core.snapshots.local_store import SnapshotStore
 
 
 def test_auto_marks_in_batches_where_every_turn_marks_every_call() -> None:

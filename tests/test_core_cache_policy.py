@@ -11,13 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import conversations
 
-from compactor_core.cache_aware import StableResult, compact_stably
-from compactor_core.cache_policy import Timing, plan, request_points
-from compactor_core.micro import is_marker, micro_compact
+from compactor_core.compaction.cache_apply import StableResult, compact_stably
+from compactor_core.compaction.cache_plan import Timing, plan, request_points
+from compactor_core.compaction.micro import is_marker, micro_compact
+from compactor_core.compaction.status import Status
+from compactor_core.conversation.tools import tool_result_turns
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.settings import Settings
-from compactor_core.status import Status
-from compactor_core.tools import tool_result_turns
 
 EXTRACTIVE = ExtractiveSummarizer()
 NO_CUT = 10**9  # a threshold no generated conversation reaches

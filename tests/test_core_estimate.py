@@ -16,8 +16,8 @@ from reference import (
 )
 from strategies import conversations, envelopes, json_values, texts
 
-from compactor_core import estimate as estimate_module
-from compactor_core.estimate import (
+from compactor_core.compaction import estimate as estimate_module
+from compactor_core.compaction.estimate import (
     breakdown,
     estimate,
     estimate_quarters,

@@ -22,8 +22,8 @@ from support_full import (
     session_zh,
 )
 
-from compactor_core.estimate import estimate, quarters_to_tokens, text_quarters
-from compactor_core.full import full_compact
+from compactor_core.compaction.estimate import estimate, quarters_to_tokens, text_quarters
+from compactor_core.compaction.full import full_compact
 from compactor_core.providers.base import SummaryRequest
 from compactor_core.providers.extractive import MIN_TOKENS, ExtractiveSummarizer
 

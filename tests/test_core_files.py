@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from compactor_core import atomic
 from compactor_core import process as process_module
-from compactor_core.atomic import TEMP_SUFFIX, atomic_write, atomic_write_chunks
-from compactor_core.destinations import InPlace
+from compactor_core.disk import atomic
+from compactor_core.disk.atomic import TEMP_SUFFIX, atomic_write, atomic_write_chunks
+from compactor_core.ends.destinations import InPlace
+from compactor_core.ends.sources import LocalFile
 from compactor_core.errors import OutputError
 from compactor_core.process import Target, process
 from compactor_core.settings import Job, RunSettings, Settings, Writing
-from compactor_core.snapshot_store import SnapshotStore
-from compactor_core.snapshots import session_id_for_file
-from compactor_core.sources import LocalFile
+from compactor_core.snapshots.base import session_id_for_file
+from compactor_core.snapshots.local_store import SnapshotStore
 
 BIG = "big output " * 4  # 44 characters: its marker is shorter
 ORIGINAL = [

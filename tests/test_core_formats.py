@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import conversations, envelopes, json_values
 
+from compactor_core.ends.formats import MAX_DEPTH, Conversation, dump, dumps, parse
 from compactor_core.errors import InputError
-from compactor_core.formats import MAX_DEPTH, Conversation, dump, dumps, parse
 
 MESSAGES = [{"role": "user", "content": "你好"}, {"role": "assistant", "content": None}]
 
@@ -148,7 +148,7 @@ def test_nesting_beyond_any_parser_is_refused() -> None:
 
 
 def test_nesting_within_the_limit_is_fine_everywhere() -> None:
-    from compactor_core.estimate import estimate
+    from compactor_core.compaction.estimate import estimate
 
     inner = "[" * (MAX_DEPTH - 4) + "]" * (MAX_DEPTH - 4)
     data = (

@@ -26,12 +26,12 @@ from support_full import (
     session_zh,
 )
 
+from compactor_core.compaction.estimate import estimate, quarters_to_tokens, text_quarters
+from compactor_core.compaction.full import full_compact
+from compactor_core.compaction.pipeline import Context, run
+from compactor_core.compaction.serialize import serialize
+from compactor_core.ends.formats import Conversation
 from compactor_core.errors import ProviderError, RetryableProviderError
-from compactor_core.estimate import estimate, quarters_to_tokens, text_quarters
-from compactor_core.formats import Conversation
-from compactor_core.full import full_compact
-from compactor_core.pipeline import Context, run
-from compactor_core.serialize import serialize
 from compactor_core.settings import Job, Settings
 
 Message = dict[str, Any]
@@ -710,7 +710,7 @@ def test_a_conversation_far_bigger_than_the_budget_is_still_summarized() -> None
 
 
 def names_of(messages: list[Message]) -> dict:
-    from compactor_core.tools import tool_names
+    from compactor_core.conversation.tools import tool_names
 
     return tool_names(messages)
 

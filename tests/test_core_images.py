@@ -8,8 +8,14 @@ import struct
 import pytest
 from agents.damage import SMALL_PNG, TOO_WIDE, png
 
-from compactor_core.estimate import breakdown, estimate
-from compactor_core.images import Image, image_size, images_in, inspect, replace_with_text
+from compactor_core.compaction.estimate import breakdown, estimate
+from compactor_core.conversation.images import (
+    Image,
+    image_size,
+    images_in,
+    inspect,
+    replace_with_text,
+)
 
 
 def b64(data: bytes) -> str:

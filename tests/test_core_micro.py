@@ -13,8 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import conversations
 
-from compactor_core.micro import MicroResult, content_length, is_marker, marker, micro_compact
-from compactor_core.tools import tool_names, tool_result_turns
+from compactor_core.compaction.micro import (
+    MicroResult,
+    content_length,
+    is_marker,
+    marker,
+    micro_compact,
+)
+from compactor_core.conversation.tools import tool_names, tool_result_turns
 
 MARKER = re.compile(r"\[truncated: (?P<tool>.*) result, (?P<chars>\d+) chars\]")
 
@@ -440,10 +446,10 @@ def test_keep_recent_zero_leaves_no_result_the_marker_would_shorten(messages: li
 @pytest.mark.parametrize("compat", [False, True])
 def test_any_json_value_is_a_tool_result(content: Any, compat: bool) -> None:
     """SPEC §2 (issue 11.3): accepted, measured as its JSON text, truncated, serialized."""
-    from compactor_core.bareagent import serialize as reference_serialize
-    from compactor_core.estimate import estimate
-    from compactor_core.formats import dumps, parse
-    from compactor_core.serialize import serialize
+    from compactor_core.compaction.bareagent import serialize as reference_serialize
+    from compactor_core.compaction.estimate import estimate
+    from compactor_core.compaction.serialize import serialize
+    from compactor_core.ends.formats import dumps, parse
 
     messages = anthropic_turn("t1", "db", content) + anthropic_turn("t2", "db", "new")
     conversation = parse(dumps(messages), "f.json")

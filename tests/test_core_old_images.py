@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from compactor_core.agents.claude_code import ClaudeCode
-from compactor_core.estimate import estimate
-from compactor_core.micro import micro_compact
-from compactor_core.old_images import mark_old_images
+from compactor_core.compaction.estimate import estimate
+from compactor_core.compaction.micro import micro_compact
+from compactor_core.compaction.old_images import mark_old_images
 from compactor_core.settings import Job, Settings
 
 WIDE = base64.b64encode(TOO_WIDE).decode()

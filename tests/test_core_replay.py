@@ -7,14 +7,14 @@ import json
 import pytest
 from helpers import CORPUS, TESTS
 
-from compactor_core import recordings
-from compactor_core.cache_aware import Heads, compact_stably
+from compactor_core.compaction.cache_apply import Heads, compact_stably
+from compactor_core.compaction.estimate import estimate
 from compactor_core.errors import ConfigError
-from compactor_core.estimate import estimate
-from compactor_core.pricing import PROFILES, Meter, Pricing, pricing
 from compactor_core.providers.extractive import ExtractiveSummarizer
-from compactor_core.replay import CHOSEN, KEEPS, RESENDS, SEED, UNTOUCHED, Recording, replay
-from compactor_core.replay_report import as_json, figures
+from compactor_core.replay import recordings
+from compactor_core.replay.pricing import PROFILES, Meter, Pricing, pricing
+from compactor_core.replay.report import as_json, figures
+from compactor_core.replay.run import CHOSEN, KEEPS, RESENDS, SEED, UNTOUCHED, Recording, replay
 from compactor_core.session_files.index import index_session
 from compactor_core.session_files.registry import detect
 from compactor_core.settings import Settings

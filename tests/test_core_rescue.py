@@ -17,14 +17,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import conversations
 
-from compactor_core.documents import open_document
-from compactor_core.pipeline import decide
-from compactor_core.repairs import NO_RESULT, repair_messages
+from compactor_core.compaction.pipeline import decide
+from compactor_core.compaction.repairs import NO_RESULT, repair_messages
+from compactor_core.ends.documents import open_document
+from compactor_core.ends.sources import Given
 from compactor_core.session_files.check import problems
 from compactor_core.session_files.index import index_session, load_view
 from compactor_core.session_files.registry import get
 from compactor_core.settings import Job, Settings
-from compactor_core.sources import Given
 
 FIXTURES = TESTS / "fixtures"
 CLAUDE = FIXTURES / "claude_code" / "session.jsonl"

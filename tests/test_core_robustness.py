@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import conversations, json_values, texts
 
+from compactor_core.compaction.estimate import breakdown, estimate
+from compactor_core.ends.formats import dump, parse
 from compactor_core.errors import InputError
-from compactor_core.estimate import breakdown, estimate
-from compactor_core.formats import dump, parse
 
 KEYS = [
     "role",

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from compactor_core.atomic import atomic_write
+from compactor_core.disk.atomic import atomic_write
+from compactor_core.ends.formats import parse
 from compactor_core.errors import (
     InputError,
     InputUnreadable,
@@ -25,15 +26,14 @@ from compactor_core.errors import (
     UnsafeLocation,
     UsageError,
 )
-from compactor_core.formats import parse
-from compactor_core.snapshot_store import SnapshotStore
-from compactor_core.snapshots import (
+from compactor_core.snapshots.base import (
     Details,
     Keeping,
     Kept,
     check_session_id,
     session_id_for_file,
 )
+from compactor_core.snapshots.local_store import SnapshotStore
 
 MOMENT = datetime(2025, 3, 9, 14, 5, 7, 123456)
 MESSAGES = [

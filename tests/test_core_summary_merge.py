@@ -30,8 +30,8 @@ from support_full import user_turn as user
 
 import compactor_core.providers.extractive as extractive
 from compactor_core.agents.claude_code import SUMMARY_INTRO, TRANSCRIPT_NOTE
-from compactor_core.boilerplate import CODEX_SUMMARY_INTRO
-from compactor_core.full import full_compact
+from compactor_core.compaction.full import full_compact
+from compactor_core.conversation.boilerplate import CODEX_SUMMARY_INTRO
 from compactor_core.providers.extractive import ExtractiveSummarizer
 
 Message = dict[str, Any]

@@ -23,7 +23,7 @@ from strategies import STYLES
 from strategies_full import full_conversations
 from support_full import anthropic_call, anthropic_result, summary_part
 
-from compactor_core.full import full_compact
+from compactor_core.compaction.full import full_compact
 from compactor_core.providers.base import SummaryRequest
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.settings import Settings

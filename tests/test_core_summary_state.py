@@ -24,7 +24,7 @@ from support_full import user_turn as user
 
 from compactor_core.agents.claude_code import ClaudeCode
 from compactor_core.agents.codex import Codex
-from compactor_core.full import full_compact
+from compactor_core.compaction.full import full_compact
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.session_files import index as session
 from compactor_core.settings import Settings

@@ -13,11 +13,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tokenizer_reference import reference, reference_pattern, reference_total, vocabulary_path
 
+from compactor_core.compaction.estimate import (
+    HEURISTIC,
+    breakdown,
+    counted_texts,
+    estimate,
+    tokens_of,
+)
+from compactor_core.compaction.shrink import fit_prompt
+from compactor_core.compaction.tokenizers import NAMES, SPECS, Vocabulary, counter, find_vocabulary
+from compactor_core.ends.formats import parse
 from compactor_core.errors import ConfigError
-from compactor_core.estimate import HEURISTIC, breakdown, counted_texts, estimate, tokens_of
-from compactor_core.formats import parse
-from compactor_core.shrink import fit_prompt
-from compactor_core.tokenizers import NAMES, SPECS, Vocabulary, counter, find_vocabulary
 
 EXACT = tuple(SPECS)
 

@@ -25,8 +25,8 @@ import pytest
 from cluster_support import SECRET, Cluster, aws_environment, s3, s3_server, session
 from helpers import CORPUS, CTXPACK, run, still_running
 
-from compactor_core.formats import dump, parse
-from compactor_core.pipeline import run as run_job
+from compactor_core.compaction.pipeline import run as run_job
+from compactor_core.ends.formats import dump, parse
 from compactor_core.settings import Job, Settings
 
 SUMMARY = re.compile(r"^ctxpack: (\d+) files, (\d+) changed, (\d+) failed, tokens (\d+) -> (\d+)")
@@ -449,7 +449,8 @@ def test_estimate_summary_is_computed_on_the_workers(
 
 def test_the_plain_cli_imports_no_extra_at_start_up() -> None:
     code = (
-        "import sys, cli.main, cli.run, compactor_core.engines, compactor_core.targets\n"
+        "import sys, cli.main, cli.run\n"
+        "import compactor_core.batch.engines, compactor_core.batch.targets\n"
         "extras = ('fsspec', 's3fs', 'botocore', 'aiobotocore', 'dask', 'distributed')\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & set(extras)))"
     )

@@ -15,7 +15,7 @@ import pytest
 from helpers import CTXPACK, run
 from inotify import IN_CREATE, Watch, available
 
-from compactor_core.atomic import TEMP_SUFFIX
+from compactor_core.disk.atomic import TEMP_SUFFIX
 
 pytestmark = pytest.mark.skipif(not available(), reason="needs Linux inotify")
 

@@ -21,13 +21,13 @@ import pytest
 from helpers import CORPUS, TESTS, run
 from inotify import available
 
-from compactor_core import commit, leases
-from compactor_core.destinations import InPlace
-from compactor_core.outcome import Report
+from compactor_core.compaction.outcome import Report
+from compactor_core.disk import commit, leases
+from compactor_core.ends.destinations import InPlace
+from compactor_core.ends.sources import LocalFile
 from compactor_core.process import Target, process
 from compactor_core.settings import Job, RunSettings, SessionRules, Settings, Writing
-from compactor_core.snapshot_store import SnapshotStore
-from compactor_core.sources import LocalFile
+from compactor_core.snapshots.local_store import SnapshotStore
 
 pytestmark = pytest.mark.skipif(not available(), reason="needs Linux inotify")
 

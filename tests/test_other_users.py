@@ -22,9 +22,9 @@ import pytest
 from helpers import CORPUS, run
 
 from cli.exit_codes import ExitStatus
-from compactor_core.snapshot_store import SnapshotStore
-from compactor_core.snapshots import Details, session_id_for_file
-from compactor_core.sources import LocalFile
+from compactor_core.ends.sources import LocalFile
+from compactor_core.snapshots.base import Details, session_id_for_file
+from compactor_core.snapshots.local_store import SnapshotStore
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0,
@@ -209,7 +209,7 @@ def test_a_user_who_cannot_keep_the_owner_leaves_the_file_alone(space: Path, oth
 
 
 def _compact(path: str, store: str) -> Any:
-    from compactor_core.destinations import InPlace
+    from compactor_core.ends.destinations import InPlace
     from compactor_core.process import Target, process
     from compactor_core.settings import Job, RunSettings, SessionRules, Writing
 

@@ -20,8 +20,8 @@ from strategies import STYLES
 from strategies_full import expected_pending, full_conversations
 from support_full import FAILING_PROVIDERS, PREFIX, SEED_ACK, RecordingProvider
 
-from compactor_core.estimate import quarters_to_tokens, text_quarters
-from compactor_core.full import full_compact
+from compactor_core.compaction.estimate import quarters_to_tokens, text_quarters
+from compactor_core.compaction.full import full_compact
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.settings import Settings
 

@@ -48,8 +48,8 @@ from scripted_server import (
     free_port,
 )
 
+from compactor_core.compaction.prompts import PROMPTS
 from compactor_core.errors import ProviderError, RetryableProviderError
-from compactor_core.prompts import PROMPTS
 from compactor_core.providers.base import SummaryRequest
 from compactor_core.providers.http import MAX_RETRY_AFTER, JsonClient, retry_after
 from compactor_core.providers.openai import OpenAISummarizer
@@ -705,7 +705,7 @@ def test_building_a_network_provider_does_not_import_httpx() -> None:
 
 
 def test_conversation_fixture_is_big_enough_for_the_summary_guard() -> None:
-    from compactor_core.estimate import estimate, text_quarters
+    from compactor_core.compaction.estimate import estimate, text_quarters
 
     assert estimate(CONVERSATION[1:-1]) > -(-text_quarters([SUMMARY]) // 4) * 3
 

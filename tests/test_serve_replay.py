@@ -3,7 +3,7 @@
 A caller that re-sends its raw history on every request (what a proxy always sees) sends each
 request of a real transcript, oldest first, through the real ``ctxpack serve``, whose default is
 ``auto``'s cache-aware policy; what the upstream received is billed with prompt caching (the
-replay's arithmetic, ``compactor_core.pricing``) beside the untouched requests.
+replay's arithmetic, ``compactor_core.replay.pricing``) beside the untouched requests.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import httpx
 from helpers import CORPUS
 from serve_support import Serving, Upstream
 
-from compactor_core.cache_policy import request_points
-from compactor_core.pricing import DEFAULT_PROFILE, PROFILES, Meter
+from compactor_core.compaction.cache_plan import request_points
+from compactor_core.replay.pricing import DEFAULT_PROFILE, PROFILES, Meter
 
 TRANSCRIPT = CORPUS / "cc_kimi_516b7270.json"  # a real Claude Code session (tests/corpus)
 THRESHOLD = "20000"

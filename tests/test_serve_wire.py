@@ -16,10 +16,10 @@ import serve_bodies
 from hypothesis import given
 from strategies import envelopes, tool_pairs
 
+from compactor_core.compaction.status import Status
 from compactor_core.serve.compaction import AS_IS, COMPACTED, UNCHANGED, Compactor, Forwarded
 from compactor_core.serve.wire import CHAT, MESSAGES, RESPONSES, WIRES, wire_for
 from compactor_core.settings import Settings
-from compactor_core.status import Status
 
 MARKER = re.compile(r"\[truncated: (.+) result, (\d+) chars\]")
 

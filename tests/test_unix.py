@@ -21,7 +21,7 @@ from bad_inputs import BAD_INPUTS, assert_one_line_error, bad_file
 from helpers import CORPUS, CTXPACK, corpus_files, dumps, fingerprint, run
 
 from cli.exit_codes import ExitStatus
-from compactor_core.snapshots import session_id_for_file
+from compactor_core.snapshots.base import session_id_for_file
 
 BIG = CORPUS / "cc_entire_1284c080.json"  # 1 MB
 MEDIUM = CORPUS / "cc_kimi_516b7270.json"  # 120 kB, Chinese

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from unittest import mock
 
-from compactor_core.tokenizers import SPECS, _installed
+from compactor_core.compaction.tokenizers import SPECS, _installed
 
 Encode = Callable[[str], int]
 

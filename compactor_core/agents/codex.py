@@ -39,8 +39,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..boilerplate import CODEX_SUMMARY_INTRO
-from ..response_items import has_text, is_call, is_context, is_output, texts, tool_use
+from ..conversation.boilerplate import CODEX_SUMMARY_INTRO
 from ..session_files.agent_indexes import forget_projection
 from ..session_files.base import (
     AgentFormat,
@@ -54,6 +53,7 @@ from ..session_files.base import (
 from ..session_files.records import first_record
 from ..session_files.table import RecordTable
 from ..session_files.ui_copies import shrink_strings
+from .wire.response_items import has_text, is_call, is_context, is_output, texts, tool_use
 
 RECORD_TYPES = frozenset(
     {

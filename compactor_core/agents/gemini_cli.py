@@ -28,9 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import gemini_parts
-from ..formats import Message
-from ..gemini_parts import ACKNOWLEDGEMENT, Part, Setter
+from ..ends.formats import Message
 from ..session_files.base import (
     AgentFormat,
     Compaction,
@@ -42,6 +40,8 @@ from ..session_files.base import (
 )
 from ..session_files.records import first_record
 from ..session_files.ui_copies import shrink_strings
+from .wire import gemini_parts
+from .wire.gemini_parts import ACKNOWLEDGEMENT, Part, Setter
 
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 _IGNORED_OPENINGS = ("/", "?", "<session_context>", "<hook_context>")

@@ -36,9 +36,9 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from ..ends.formats import Message, dumps
+from ..ends.sources import session_name
 from ..errors import UsageError
-from ..formats import Message, dumps
-from ..opencode_parts import as_messages
 from ..session_files.base import (
     Compaction,
     Record,
@@ -51,7 +51,7 @@ from ..session_files.database import DatabaseStore, Rows, insert
 from ..session_files.keys import key
 from ..session_files.stores import DATABASE, Result, StoredFormat
 from ..session_files.ui_copies import shrink_strings
-from ..sources import session_name
+from .wire.opencode_parts import as_messages
 
 _TABLES = frozenset({"session", "message", "part"})
 _IDS = ("id", "sessionID", "messageID")

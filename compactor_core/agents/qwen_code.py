@@ -26,9 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import gemini_parts
-from ..formats import Message
-from ..gemini_parts import ACKNOWLEDGEMENT
+from ..ends.formats import Message
 from ..session_files.base import (
     AgentFormat,
     Answer,
@@ -41,6 +39,8 @@ from ..session_files.base import (
 )
 from ..session_files.records import first_record
 from ..session_files.ui_copies import shrink_strings
+from .wire import gemini_parts
+from .wire.gemini_parts import ACKNOWLEDGEMENT
 
 COMPRESSION = "system:chat_compression"
 RECORD_TYPES = frozenset({"user", "assistant", "tool_result", "system"})

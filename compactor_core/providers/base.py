@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..formats import Message
+from ..ends.formats import Message
 
 
 @dataclass(frozen=True)

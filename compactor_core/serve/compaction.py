@@ -19,12 +19,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..compaction.pipeline import Context, measure, run
+from ..compaction.status import Status
+from ..conversation.tools import blocks, is_block, tool_calls, tool_result_ids
+from ..ends.formats import Conversation, Message, dumps, load_value
 from ..errors import CtxpackError
-from ..formats import Conversation, Message, dumps, load_value
-from ..pipeline import Context, measure, run
 from ..settings import Job, Settings
-from ..status import Status
-from ..tools import blocks, is_block, tool_calls, tool_result_ids
 from .ledger import NEW, Ledger, Reuse
 from .wire import Wire
 

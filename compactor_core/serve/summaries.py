@@ -23,9 +23,9 @@ from pathlib import Path
 
 import orjson
 
-from ..atomic import atomic_write
+from ..disk.atomic import atomic_write
+from ..ends.formats import dumps
 from ..errors import OutputError, SummaryCutOff
-from ..formats import dumps
 from ..providers.base import Summarizer, SummaryRequest, check_ready
 
 VERSION = 1  # of the key: a change to what goes into it must not reuse the old summaries

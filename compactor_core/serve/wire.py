@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ends.formats import Conversation, Message, json_type, validate_messages
 from ..errors import InputError
-from ..formats import Conversation, Message, json_type, validate_messages
 from . import responses
 
 MESSAGES = "/v1/messages"

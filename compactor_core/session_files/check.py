@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from ..tools import tool_calls
+from ..conversation.tools import tool_calls
 from .base import AgentFormat, Problem, RecordInfo
 from .index import INVALID, SessionIndex, index_session, read_record
 from .keys import NONE, KeyMap, key

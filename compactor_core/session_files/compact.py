@@ -15,11 +15,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..estimate import HEURISTIC, estimate, estimate_quarters, quarters_to_tokens
-from ..formats import Message
-from ..full import FullResult, PendingTurn
+from ..compaction.estimate import HEURISTIC, estimate, estimate_quarters, quarters_to_tokens
+from ..compaction.full import FullResult, PendingTurn
+from ..compaction.tokenizers import counter as counter_named
+from ..ends.formats import Message
 from ..settings import Settings
-from ..tokenizers import counter as counter_named
 from .base import Compaction, Record
 from .index import SessionIndex, load_view, pick, read_record, view_tokens
 from .keys import LineSet

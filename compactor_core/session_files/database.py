@@ -33,19 +33,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 
+from ..ends.formats import dumps
+from ..ends.sources import session_name
 from ..errors import InputError, InputUnreadable, OutputError, SessionInUse
-from ..formats import dumps
-from ..sources import session_name
 from .base import Record
 from .in_use import writers_of
 from .stores import Keeping, Result, SessionStore
 
 if TYPE_CHECKING:
-    from ..restore import Choice
-    from ..restoring import Restored
     from ..settings import SessionRules
-    from ..snapshot_store import SnapshotStore
-    from ..snapshots import Snapshot
+    from ..snapshots.base import Snapshot
+    from ..snapshots.finding import Choice
+    from ..snapshots.local_store import SnapshotStore
+    from ..snapshots.putting_back import Restored
 
 LOCK_WAIT = 2.0  # seconds to wait for the write lock (another ctxpack may hold it a moment)
 Rows = dict[str, list[dict[str, Any]]]  # table -> the session's rows, as column -> value
@@ -290,7 +290,7 @@ def _runs(pid: int, program: str, proc: Path) -> bool:
 def snapshot_id(path: Path, session: str) -> str:
     """The snapshots' session id of one session of a database: the session's own id and a short
     hash of the database's real path and that id."""
-    from ..snapshots import check_session_id
+    from ..snapshots.base import check_session_id
 
     where = f"{os.path.realpath(path)}#{session}".encode()
     digest = hashlib.sha256(where).hexdigest()[:8]
@@ -320,9 +320,9 @@ def restore_session(
 ) -> tuple[Restored, Snapshot]:
     """Put one session of the database back as a snapshot kept it; its rows as they are now
     are kept first (``replaced``). Nothing but that session's rows changes."""
-    from ..restore import choose
-    from ..restoring import Restored
-    from ..snapshots import REPLACED, Details
+    from ..snapshots.base import REPLACED, Details
+    from ..snapshots.finding import choose
+    from ..snapshots.putting_back import Restored
 
     label = session_name(path, session)
     snapshot = choose(snapshots.select(snapshot_id(path, session)), choice, label)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import defaults
-from ..commit import held_open
+from ..disk.commit import held_open
 from ..errors import SessionInUse
 
 if TYPE_CHECKING:

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from ..compaction.estimate import HEURISTIC, Counter, estimate, quarters_to_tokens
+from ..ends.formats import Message
 from ..errors import InputError
-from ..estimate import HEURISTIC, Counter, estimate, quarters_to_tokens
-from ..formats import Message
 from .base import AgentFormat, Record, RecordInfo, ViewMessage
 from .records import Line, lines, parse_exact, parse_fast
 from .table import RecordTable

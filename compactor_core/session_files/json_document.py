@@ -18,8 +18,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..ends.formats import UTF8_BOM
 from ..errors import InputError
-from ..formats import UTF8_BOM
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..ends.sources import local_file
 from ..errors import CtxpackError
-from ..sources import local_file
 from .base import AgentFormat, SessionFile
 from .in_use import in_use, writer_of
 
@@ -74,7 +74,7 @@ def _in_use_among_others(
 
 
 def _tokens(agent_format: AgentFormat, path: Path) -> int | None:
-    from ..documents import open_document  # a stored session is read as every input is
+    from ..ends.documents import open_document  # a stored session is read as every input is
 
     try:
         with open_document(local_file(str(path)), agent_format.name) as document:

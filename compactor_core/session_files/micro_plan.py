@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..micro import is_marker, micro_compact, worth_a_marker
-from ..old_images import mark_images
+from ..compaction.micro import is_marker, micro_compact, worth_a_marker
+from ..compaction.old_images import mark_images
+from ..conversation.tools import UNKNOWN_TOOL
 from ..settings import Settings
-from ..tools import UNKNOWN_TOOL
 from .base import Record
 from .index import SessionIndex
 from .keys import KeyMap, LineSet, key

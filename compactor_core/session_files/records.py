@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 import orjson
 
+from ..ends.formats import UTF8_BOM, json_type, load_value
 from ..errors import InputError
-from ..formats import UTF8_BOM, json_type, load_value
 
 if TYPE_CHECKING:
     from pathlib import Path

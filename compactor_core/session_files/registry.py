@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import orjson
 
 from .. import defaults
+from ..ends.formats import UTF8_BOM
 from ..errors import InputError
-from ..formats import UTF8_BOM
 from .records import lines, parse_fast
 
 if TYPE_CHECKING:  # the formats' base class is imported with the first format module
@@ -142,7 +142,7 @@ def stored_sessions(path: Path) -> list[str] | None:
 def database_of(name: str) -> tuple[StoredFormat, Path, str | None] | None:
     """For a database of sessions (or ``FILE#SESSION``, one of them): its format, its file
     and the session named (None: the database itself); None for any other name."""
-    from ..sources import local_file
+    from ..ends.sources import local_file
 
     source = local_file(name)
     path = Path(source.path)
@@ -152,7 +152,7 @@ def database_of(name: str) -> tuple[StoredFormat, Path, str | None] | None:
 
 def _database_format(path: Path) -> tuple[StoredFormat, list[str]] | None:
     """The database format whose sessions the file holds, and those sessions."""
-    from ..sources import is_database_file
+    from ..ends.sources import is_database_file
     from .stores import DATABASE, StoredFormat
 
     if not is_database_file(path):
@@ -168,7 +168,7 @@ def _database_format(path: Path) -> tuple[StoredFormat, list[str]] | None:
 def each_session(names: Sequence[str]) -> list[str]:
     """The inputs the names stand for: a database of sessions stands for each of them
     (``FILE#SESSION``), any other name for itself."""
-    from ..sources import session_name
+    from ..ends.sources import session_name
 
     inputs: list[str] = []
     for name in names:

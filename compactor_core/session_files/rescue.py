@@ -26,9 +26,16 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
-from ..images import size_text
-from ..repairs import ANSWERED, NO_RESULT, RECORD_BYTES, fix_images, shorten_results, side_limit
-from ..tools import UNKNOWN_TOOL
+from ..compaction.repairs import (
+    ANSWERED,
+    NO_RESULT,
+    RECORD_BYTES,
+    fix_images,
+    shorten_results,
+    side_limit,
+)
+from ..conversation.images import size_text
+from ..conversation.tools import UNKNOWN_TOOL
 from .base import Answer, Record, RecordInfo
 from .check import Speller
 from .index import BLANK, INVALID, SessionIndex, read_record

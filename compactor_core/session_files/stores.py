@@ -24,15 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
+from ..ends.formats import dumps
+from ..ends.sources import SQLITE_HEADER
 from ..errors import UsageError
-from ..formats import dumps
-from ..sources import SQLITE_HEADER
 from .base import AgentFormat, Record
 from .index import read_record
 
 if TYPE_CHECKING:
     from ..settings import SessionRules
-    from ..snapshots import Details, Snapshots
+    from ..snapshots.base import Details, Snapshots
     from .index import SessionIndex
     from .write import Rewrite
 

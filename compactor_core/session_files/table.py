@@ -20,10 +20,10 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..estimate import quarters_and_images
-from ..formats import Message
-from ..micro import content_length, is_marker
-from ..tools import blocks, is_block, tool_calls
+from ..compaction.estimate import quarters_and_images
+from ..compaction.micro import content_length, is_marker
+from ..conversation.tools import blocks, is_block, tool_calls
+from ..ends.formats import Message
 from .base import RecordInfo, ToolResult
 from .keys import NONE, KeyMap, key
 

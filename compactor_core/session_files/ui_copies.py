@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..micro import is_marker, marker
+from ..compaction.micro import is_marker, marker
 
 LONG_STRING = 200
 

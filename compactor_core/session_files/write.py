@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+from ..ends.formats import dumps
 from ..errors import InputError
-from ..formats import dumps
 from .base import Record
 from .index import SessionIndex
 from .keys import LineSet

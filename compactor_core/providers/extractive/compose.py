@@ -7,7 +7,7 @@ import re
 from collections import Counter
 from dataclasses import replace
 
-from ...micro import is_marker
+from ...compaction.micro import is_marker
 from ...text import clip
 from .calls import (
     Call,

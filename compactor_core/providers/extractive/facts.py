@@ -7,11 +7,11 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ...boilerplate import ACKNOWLEDGEMENTS, refusal, user_texts
-from ...formats import Message
-from ...micro import is_marker
-from ...prompts import SUMMARY_PREFIX
-from ...tools import UNKNOWN_TOOL, blocks, is_block
+from ...compaction.micro import is_marker
+from ...compaction.prompts import SUMMARY_PREFIX
+from ...conversation.boilerplate import ACKNOWLEDGEMENTS, refusal, user_texts
+from ...conversation.tools import UNKNOWN_TOOL, blocks, is_block
+from ...ends.formats import Message
 from .calls import Call
 
 # How a user's turn that corrects the assistant begins ("nah, roll back", "不对").

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ...estimate import text_quarters
+from ...compaction.estimate import text_quarters
 from .wording import SECTIONS
 
 

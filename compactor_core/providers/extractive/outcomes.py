@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 
-from ...micro import is_marker
+from ...compaction.micro import is_marker
 from .calls import Call, command_of, is_test_run, paths_in, runs_command
 
 ERROR_LINE = re.compile(

@@ -1,0 +1,143 @@
+"""The cache-aware policy carried out: its plan's markers, and the summaries of its cuts.
+
+``cache_policy.plan`` decides; this writes the request. Every cut of the plan is summarized in
+turn, each from the head the one before left (a rolling summary), the way a caller that kept
+ctxpack's output would have had it compacted. A cut found again (a proxy re-sending its raw
+history) is summarized again, which gives the same words with a deterministic summarizer (the
+built-in extractive one); a summarizer that is not deterministic is only ever asked about the
+current request (``past_cuts``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, replace
+
+from ..ends.formats import Message
+from ..errors import ProviderError
+from ..providers.base import Summarizer, check_ready
+from ..settings import Settings
+from .cache_plan import Cut, Plan, Timing, plan
+from .estimate import estimate
+from .full import full_compact
+from .micro import MicroResult, mark_turns
+from .status import Status
+from .tokenizers import counter
+
+NO_THRESHOLD = sys.maxsize  # no request is over it: markers only, no cut
+
+# Heads already written, by the cuts that led to them: valid for the prefixes of one
+# conversation under one settings and summarizer (the replay asks again and again).
+Heads = dict[Hashable, list[Message]]
+
+
+@dataclass(frozen=True)
+class StableResult:
+    messages: list[Message]
+    plan: Plan
+    micro: MicroResult  # markers written now (in the messages sent after the head)
+    full: Status  # COMPACTED: the head is a summary; FAILED: the current request's failed
+    error: ProviderError | None = None
+
+
+def is_deterministic(provider: Summarizer) -> bool:
+    """Whether the summarizer writes the same summary for the same history (it says so)."""
+    return bool(getattr(provider, "deterministic", False))
+
+
+def plan_request(
+    messages: list[Message],
+    settings: Settings,
+    provider: Summarizer,
+    timing: Timing | None = None,
+    system: object = None,
+    unmade: frozenset[int] = frozenset(),
+) -> Plan:
+    """The plan for this request; ``system``: a request envelope's, sent with every request."""
+    fixed = estimate([], system, counter=counter(settings.tokenizer)) if system else 0
+    return plan(messages, settings, timing, fixed, is_deterministic(provider), unmade)
+
+
+def micro_in_batches(
+    messages: list[Message], settings: Settings
+) -> tuple[list[Message], MicroResult]:
+    """Micro compaction whose markers come in batches that free ``min_gain`` (``micro
+    --min-gain``): the old turns oldest first, up to the end of the last whole batch."""
+    batches = plan(messages, replace(settings, threshold=NO_THRESHOLD))
+    return mark_turns(messages, settings, batches.marked)
+
+
+def compact_stably(
+    messages: list[Message],
+    settings: Settings,
+    provider: Summarizer,
+    timing: Timing | None = None,
+    system: object = None,
+    heads: Heads | None = None,
+    before_summary: Callable[[], None] | None = None,
+) -> StableResult:
+    """The current request by the cache-aware policy; ``messages`` is left as it was.
+
+    An earlier cut whose summary the (deterministic) summarizer refuses is not made, every time
+    alike: the plan is made again without it. ``before_summary`` is called once, before the
+    current request's own summary is asked for (the caller keeps the input first).
+    """
+    heads = {} if heads is None else heads
+    unmade: frozenset[int] = frozenset()
+    while True:
+        the_plan = plan_request(messages, settings, provider, timing, system, unmade)
+        result = carry_out(messages, the_plan, settings, provider, heads, before_summary)
+        if not isinstance(result, Cut):
+            return result
+        unmade |= {result.request}
+
+
+def carry_out(
+    messages: list[Message],
+    the_plan: Plan,
+    settings: Settings,
+    provider: Summarizer,
+    heads: Heads,
+    before_summary: Callable[[], None] | None = None,
+) -> StableResult | Cut:
+    """The request the plan describes, or the earlier cut whose summary failed."""
+    final, micro = mark_turns(messages, settings, the_plan.marked)
+    if not the_plan.cuts:
+        return StableResult(final, the_plan, micro, Status.NOT_RUN)
+    check_ready(provider)
+    head: list[Message] = []
+    for number, cut in enumerate(the_plan.cuts):
+        key = the_plan.cuts[: number + 1]
+        if key in heads:
+            head = heads[key]
+            continue
+        now = the_plan.cuts_now and number == len(the_plan.cuts) - 1
+        if now and before_summary is not None:
+            before_summary()
+        compacted = _compact_at(messages, head, cut, settings, provider)
+        if isinstance(compacted, ProviderError):
+            if not now:
+                return cut
+            marked, micro = mark_turns(messages, settings, cut.marked)  # all before the cut
+            unmade = [*head, *(marked[index] for index in cut.live)]
+            return StableResult(unmade, the_plan, micro, Status.FAILED, compacted)
+        head = heads[key] = compacted
+    return StableResult(
+        [*head, *(final[index] for index in the_plan.live)], the_plan, micro, Status.COMPACTED
+    )
+
+
+def _compact_at(
+    messages: list[Message],
+    head: list[Message],
+    cut: Cut,
+    settings: Settings,
+    provider: Summarizer,
+) -> list[Message] | ProviderError:
+    """The new head: the request at the cut, its pending turn left out; or why it failed."""
+    then, _ = mark_turns(messages, settings, cut.marked)
+    result = full_compact([*head, *(then[index] for index in cut.live)], provider, settings)
+    if result.status != Status.COMPACTED:
+        return result.error or ProviderError("nothing to summarize")
+    return result.messages[: len(result.messages) - len(cut.pending)]

@@ -1,0 +1,271 @@
+"""The cache-aware per-turn policy: what each request keeps, decided so its prefix stays cached.
+
+Providers bill the longest prefix of a request that equals an earlier one at about a tenth of the
+input price, and write the rest into the cache at a premium. Micro compaction that moves its
+marker one tool-result turn further on every call changes the prompt near its end on every call,
+so nearly everything after that point is written again each time. This policy changes the prompt
+rarely and in large steps, and only where the conversation itself says so:
+
+- **markers in batches**: the tool-result turns old enough to be truncated (all but the newest
+  ``keep_recent``) are walked oldest first; their gains (tokens their markers free) add up, and
+  only when the sum reaches ``min_gain`` does that batch get its markers, all at once. A marker
+  once applied stays; a partial batch waits;
+- **catch up when the cache is cold**: where the times show that the gap since the previous
+  request exceeded the cache's time to live, the whole prompt is written again anyway, so the
+  waiting batch gets its markers then, whatever it frees;
+- **a cut that stays put**: a request over the threshold is compacted: everything before its
+  pending turn is summarized (a rolling summary after the first), and that head stays as it is,
+  request after request, until a request is over the threshold again. The head is counted with
+  the summary at its whole budget (``max_tokens``), so no cut depends on what a summary says;
+  so is a summary in the conversation itself, which an agent loop that keeps ctxpack's output
+  sends back.
+
+The decisions come from a walk over the conversation's requests, oldest first: one before each
+assistant message (the history up to it) and the current one (the whole conversation). So the
+same prefix always gives the same decisions, and a caller that re-sends its raw history (a proxy)
+gets the requests of one that keeps ctxpack's output: the walk finds the earlier cuts again.
+Turns are named by their position in ``tools.tool_result_turns``, oldest 0.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..conversation.tools import tool_result_turns
+from ..defaults import MIN_GAIN
+from ..ends.formats import Message
+from ..settings import Settings
+from .estimate import Counter, message_units, units_to_tokens
+from .full import find_pending_turn
+from .micro import mark_turns
+from .prompts import PROMPTS, SUMMARY_PREFIX
+from .tokenizers import counter as counter_named
+
+CACHE_TTL = 300.0  # seconds a provider keeps a cached prefix (Anthropic's default, 5 minutes)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """When each message was written, and the cache's time to live (all in seconds)."""
+
+    times: Sequence[float | None] = ()  # per message (epoch seconds); None or missing: unknown
+    now: float | None = None  # the current request's time (default: its last message's)
+    ttl: float = CACHE_TTL
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A full compaction at one request of the walk."""
+
+    request: int  # messages[:request] was the history then
+    live: tuple[int, ...]  # the messages sent after the head then (indexes)
+    pending: tuple[int, ...]  # those kept after the new summary: the pending turn (SPEC §3.1)
+    marked: frozenset[int]  # the turns carrying markers at that request
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The current request: the head the last cut left, then the ``live`` messages, the
+    ``marked`` turns among them as markers."""
+
+    marked: frozenset[int]
+    live: tuple[int, ...]  # message indexes (every message, in order, without a cut)
+    cuts: tuple[Cut, ...] = ()  # oldest first
+    cuts_now: bool = False  # the last cut is at the current request (not one found again)
+    tokens: int = 0  # the request's estimate, a summary counted at its whole budget
+    batches: int = 0  # batches of markers applied along the walk
+    catch_ups: int = 0  # requests at which the cache was found cold
+
+
+def min_gain(settings: Settings) -> int:
+    """The settings' ``min_gain``, or the cache-aware default when unset."""
+    return MIN_GAIN if settings.min_gain is None else settings.min_gain
+
+
+def request_points(messages: Sequence[Message]) -> list[int]:
+    """The requests of a conversation as history lengths: one before each assistant message,
+    and the whole conversation (the current request)."""
+    before = [index for index, message in enumerate(messages) if message.get("role") == "assistant"]
+    return [point for point in before if point > 0] + [len(messages)]
+
+
+def plan(
+    messages: list[Message],
+    settings: Settings,
+    timing: Timing | None = None,
+    fixed_tokens: int = 0,
+    past_cuts: bool = True,
+    unmade: frozenset[int] = frozenset(),
+) -> Plan:
+    """The decisions for the current request, the whole of ``messages``.
+
+    ``fixed_tokens``: what every request carries besides the messages (a request envelope's
+    ``system``). ``past_cuts=False`` cuts at the current request only: for a summarizer that
+    cannot write an earlier summary again word for word (a model), which a proxy re-sending its
+    raw history would otherwise have to ask again on every request. ``unmade``: requests whose
+    cut the summarizer refused (a summary not smaller than what it replaces): the walk goes on
+    without them, and cuts at a later request instead.
+    """
+    walk = _Walk(messages, settings, counter_named(settings.tokenizer), fixed_tokens)
+    timing = timing or Timing()
+    previous: float | None = None
+    for point in request_points(messages):
+        walk.advance(point)
+        now = _request_time(timing, point, len(messages))
+        if previous is not None and now is not None and now - previous > timing.ttl:
+            walk.catch_up()
+        previous = now
+        if (past_cuts or point == len(messages)) and point not in unmade:
+            walk.fit(point)
+    return walk.result()
+
+
+def parse_time(value: Any) -> float | None:
+    """Epoch seconds from a timestamp: ISO 8601, or a number of seconds (or milliseconds)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return value / 1000 if value > 1e11 else float(value)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def message_times(messages: Sequence[Message]) -> list[float | None]:
+    """The times messages carry themselves: a ``timestamp`` key, as some exports have."""
+    return [parse_time(message.get("timestamp")) for message in messages]
+
+
+def _is_framing(message: Message) -> bool:
+    """An earlier compaction's summary or its acknowledgement."""
+    content = message.get("content")
+    acknowledgements = (prompts.acknowledgement for prompts in PROMPTS.values())
+    return _is_summary(message) or (
+        message.get("role") == "assistant" and content in acknowledgements
+    )
+
+
+def _is_summary(message: Message) -> bool:
+    """A summary an earlier compaction wrote (an agent loop keeps ctxpack's output)."""
+    content = message.get("content")
+    return isinstance(content, str) and content.startswith(SUMMARY_PREFIX)
+
+
+def _request_time(timing: Timing, point: int, length: int) -> float | None:
+    """A request goes out as soon as the last message of its history is there."""
+    if point == length and timing.now is not None:
+        return timing.now
+    index = point - 1
+    return timing.times[index] if 0 <= index < len(timing.times) else None
+
+
+class _Walk:
+    """The walk's state: what is sent, what is marked, what waits in the batch."""
+
+    def __init__(
+        self, messages: list[Message], settings: Settings, counter: Counter, fixed_tokens: int
+    ) -> None:
+        self.messages, self.settings, self.counter = messages, settings, counter
+        self.units = [message_units(message, counter) for message in messages]  # as sent now
+        self.turns = tool_result_turns(messages)
+        self.turn_starts = [turn[0] for turn in self.turns]
+        every, _ = mark_turns(messages, settings, range(len(self.turns)))
+        self.marked_units = {
+            index: message_units(every[index], counter) for turn in self.turns for index in turn
+        }
+        per_token = counter.per_token
+        self.fixed_units = fixed_tokens * per_token
+        self.threshold_units = settings.threshold * per_token
+        self.min_gain_units = min_gain(settings) * per_token
+        self.summary_units = settings.max_tokens * per_token + counter.units([SUMMARY_PREFIX])
+        self.ack_units = max(
+            counter.units([prompts.acknowledgement]) for prompts in PROMPTS.values()
+        )
+        for index, message in enumerate(messages):  # counted as a cut's head counts its own
+            if _is_summary(message):
+                self.units[index] = max(self.units[index], self.summary_units)
+        self.live: list[int] = []
+        self.live_units = 0
+        self.head_systems: list[int] = []  # system messages the cuts moved to the front
+        self.head_units = 0  # those, the summary at its budget, the acknowledgement
+        self.marked: set[int] = set()
+        self.batch: list[int] = []  # turns old enough, not yet marked
+        self.batch_gain = 0
+        self.added = 0  # messages[:added] have joined the walk
+        self.considered = 0  # turns[:considered] were old enough, or went into a summary
+        self.cuts: list[Cut] = []
+        self.batches = self.catch_ups = 0
+
+    def advance(self, point: int) -> None:
+        """The history grows to ``messages[:point]``; turns that became old enough join the
+        batch, which gets its markers once it frees ``min_gain``."""
+        self.live.extend(range(self.added, point))
+        self.live_units += sum(self.units[self.added : point])
+        self.added = point
+        started = bisect_left(self.turn_starts, point)  # turns begun before the point
+        keep = self.settings.keep_recent
+        old_enough = started - keep if keep > 0 else started
+        for position in range(self.considered, old_enough):
+            self.batch.append(position)
+            self.batch_gain += self._gain(position)
+            if self.batch_gain >= self.min_gain_units or self.min_gain_units <= 0:
+                self.batches += 1
+                self._mark_batch()
+        self.considered = max(self.considered, old_enough)
+
+    def catch_up(self) -> None:
+        """The cache has expired: the prompt is written again anyway, so mark what waits."""
+        self.catch_ups += 1
+        self._mark_batch()
+
+    def fit(self, point: int) -> None:
+        """Cut if this request is over the threshold and there is something new to summarize."""
+        if self.fixed_units + self.head_units + self.live_units <= self.threshold_units:
+            return
+        pending = find_pending_turn([self.messages[index] for index in self.live])
+        kept = [self.live[position] for position in pending.indexes]
+        systems = [index for index in self.live if self.messages[index].get("role") == "system"]
+        gone = set(kept) | set(systems)
+        if all(index in gone or _is_framing(self.messages[index]) for index in self.live):
+            return  # nothing new to summarize: an earlier summary alone stays as it is
+        self.cuts.append(Cut(point, tuple(self.live), tuple(kept), frozenset(self.marked)))
+        self.head_systems += systems
+        ack = self.ack_units if pending.acknowledge else 0
+        self.head_units = self._units_of(self.head_systems) + self.summary_units + ack
+        self.live, self.live_units = kept, self._units_of(kept)
+        first_kept = kept[0] if kept else point
+        self.considered = max(self.considered, bisect_left(self.turn_starts, first_kept))
+        self.batch, self.batch_gain = [], 0
+
+    def result(self) -> Plan:
+        live = set(self.live)
+        marked = frozenset(p for p in self.marked if live.issuperset(self.turns[p]))
+        units = self.fixed_units + self.head_units + self.live_units
+        cuts_now = bool(self.cuts) and self.cuts[-1].request == len(self.messages)
+        tokens = units_to_tokens(units, self.counter)
+        cuts = tuple(self.cuts)
+        return Plan(marked, tuple(self.live), cuts, cuts_now, tokens, self.batches, self.catch_ups)
+
+    def _gain(self, position: int) -> int:
+        return sum(self.units[i] - self.marked_units[i] for i in self.turns[position])
+
+    def _mark_batch(self) -> None:
+        live = set(self.live)
+        for position in self.batch:
+            self.marked.add(position)
+            for index in self.turns[position]:
+                gain = self.units[index] - self.marked_units[index]
+                self.units[index] -= gain
+                if index in live:
+                    self.live_units -= gain
+        self.batch, self.batch_gain = [], 0
+
+    def _units_of(self, indexes: Sequence[int]) -> int:
+        return sum(self.units[index] for index in indexes)

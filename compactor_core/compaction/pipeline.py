@@ -1,0 +1,405 @@
+"""One conversation through one command: the single pipeline of micro, full and auto (SPEC §2–4).
+
+``decide`` sequences a command the same way for every input: measure, micro compaction, the
+threshold, the pending turn, the provider's readiness, the snapshot taken before the model is
+asked, the summary, the result's estimate, and what a dry run reports instead. What it works on is
+a ``Subject``: a conversation of messages in memory (``MessagesSubject``, here), or an agent's
+session file, seen through its index (``session_files.compact.SessionSubject``), which never holds
+the whole file.
+
+``run`` is the library's entry point for a parsed conversation: it takes a frozen ``Job`` and a
+``Context`` and returns an ``Outcome`` holding the new conversation. The input is never modified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Protocol
+
+from ..defaults import SESSION_ID
+from ..ends.formats import Conversation, Message
+from ..errors import ProviderError
+from ..settings import Job, Settings
+from .estimate import estimate
+from .micro import micro_compact, with_old_images
+from .outcome import Outcome
+from .status import Status
+from .tokenizers import counter
+
+# What only a summary needs is imported when one is asked for: micro, on every agent turn, needs
+# neither the summarizers nor the snapshot store.
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..providers.base import Summarizer
+    from ..snapshots.base import Snapshots
+    from .full import FullResult, PendingTurn
+
+
+class Subject(Protocol):
+    """What a command is decided on. Its result starts as the input; ``micro`` and
+    ``take_summary`` change the result, never the input."""
+
+    # Its estimates come with it (a session file's index holds them): then the tokens before
+    # and after are reported even when nobody asked.
+    measured: bool
+
+    def tokens(self) -> int:
+        """The estimate of the current result (by the settings' counter)."""
+
+    def repair(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``rescue``'s repairs (repairs.py): make them in the result; return a line for each
+        and one for each problem left unrepaired."""
+
+    def micro(self) -> tuple[int, int]:
+        """Micro-compact the result; return how many tool results, and how many images
+        (``Settings.images``), got a marker."""
+
+    def history(self) -> list[Message]:
+        """The conversation full compaction summarizes (its pending turn stays out)."""
+
+    def take_summary(self, compacted: FullResult) -> int:
+        """Make the summary the result; return the result's estimate."""
+
+    def tokens_without_summary(self, pending: PendingTurn, lang: str) -> int:
+        """The estimate of the result a summary would give, with an empty summary (a dry run)."""
+
+    def for_the_cache(
+        self, provider: Summarizer, keeper: Keeper | None, dry_run: bool
+    ) -> Outcome | None:
+        """``auto`` by the cache-aware policy (``cache_policy.py``); None where the subject keeps
+        the every-turn rules (a session file: its agent resumes it when the cache is cold)."""
+
+
+class Keeper(Protocol):
+    """Who keeps the input and the result of a full compaction (snapshots, SPEC §3.3 and §3.9)."""
+
+    def before_summary(self) -> tuple[str, ...]:
+        """Keep the input, before the model is asked; return the snapshots taken."""
+
+    def after_summary(self, messages: list[Message], tokens: int) -> tuple[str, ...]:
+        """Keep the result of a summary that succeeded."""
+
+
+def decide(
+    job: Job,
+    subject: Subject,
+    provider: Summarizer | None = None,
+    keeper: Keeper | None = None,
+    dry_run: bool = False,
+) -> Outcome:
+    """What ``job`` does to ``subject``. A dry run calls no provider and keeps nothing: a summary
+    that would be asked for is WOULD_RUN, its tokens after counted at its whole budget."""
+    settings = job.settings
+    measure = job.measure or dry_run or subject.measured
+    before = subject.tokens() if measure else None
+    if job.command == "full":
+        outcome = _summary_step(settings, subject, provider, keeper, dry_run)
+        return _measured(outcome, subject, before, measure)
+    if job.command == "rescue":
+
+        def fit(job: Job) -> Outcome:
+            return _micro_then_summary(job, subject, provider, keeper, dry_run, before, True)
+
+        return _rescue(job, subject, before, fit)
+    if job.command == "auto" and settings.cache_aware:
+        cached = subject.for_the_cache(provider or default_provider(), keeper, dry_run)
+        if cached is not None:
+            return replace(cached, tokens_before=before)
+    return _micro_then_summary(job, subject, provider, keeper, dry_run, before, measure)
+
+
+def _rescue(
+    job: Job, subject: Subject, before: int | None, fit: Callable[[Job], Outcome]
+) -> Outcome:
+    """The repairs; then, if the view is over the window (``threshold``), ``fit``: micro, and a
+    summary if micro is not enough."""
+    repairs, left = subject.repair()
+    outcome = Outcome(changed=bool(repairs), repairs=repairs, left=left, tokens_before=before)
+    tokens = subject.tokens()
+    if tokens <= job.settings.threshold:
+        return replace(outcome, tokens_after=tokens)
+    fitted = fit(replace(job, command="auto"))
+    steps = "micro" if fitted.full == Status.NOT_RUN else f"micro, then summary {fitted.full}"
+    most = "at most " if fitted.full == Status.WOULD_RUN else ""
+    repairs += (
+        f"the view was {tokens} tokens, over the window of {job.settings.threshold}: {steps}: "
+        f"{most}{fitted.tokens_after} tokens now",
+    )
+    if fitted.over_threshold or fitted.error is not None:  # the agent still cannot send it
+        left += (f"still {fitted.tokens_after} tokens, over the window",)
+    changed = fitted.changed or outcome.changed
+    return replace(fitted, changed=changed, repairs=repairs, left=left, over_threshold=False)
+
+
+def _micro_then_summary(
+    job: Job,
+    subject: Subject,
+    provider: Summarizer | None,
+    keeper: Keeper | None,
+    dry_run: bool,
+    before: int | None,
+    measure: bool,
+) -> Outcome:
+    """micro, and for auto a summary over the threshold (SPEC §4, every-turn rules)."""
+    settings = job.settings
+    truncated, images = subject.micro()
+    micro = Outcome(
+        changed=truncated + images > 0, truncated=truncated, images=images, tokens_before=before
+    )
+    if job.command == "micro":
+        return _measured(micro, subject, before, measure)
+    tokens = subject.tokens()
+    if tokens <= settings.threshold:
+        return replace(micro, tokens_after=tokens)
+    summary = _summary_step(settings, subject, provider, keeper, dry_run)
+    if summary.full == Status.FAILED:  # micro's result stands; the failure is the news
+        return replace(
+            micro,
+            full=Status.FAILED,
+            error=summary.error,
+            snapshots=summary.snapshots,
+            tokens_after=tokens,
+        )
+    if summary.full == Status.NOTHING:
+        return replace(micro, full=Status.NOTHING, over_threshold=True, tokens_after=tokens)
+    after = summary.tokens_after if summary.tokens_after is not None else tokens
+    over = summary.full == Status.COMPACTED and after > settings.threshold
+    return replace(
+        summary, truncated=truncated, images=images, tokens_before=before, over_threshold=over
+    )
+
+
+def _measured(outcome: Outcome, subject: Subject, before: int | None, measure: bool) -> Outcome:
+    if not measure:
+        return outcome
+    after = outcome.tokens_after if outcome.tokens_after is not None else subject.tokens()
+    return replace(outcome, tokens_before=before, tokens_after=after)
+
+
+def _summary_step(
+    settings: Settings,
+    subject: Subject,
+    provider: Summarizer | None,
+    keeper: Keeper | None,
+    dry_run: bool,
+) -> Outcome:
+    """Full compaction of the subject's history (SPEC §3): nothing, a summary, or a failure.
+
+    A dry run says what the summary would give at most: the result with the summary at its whole
+    budget, and never more than the subject is now (a summary must be smaller than what it
+    replaces, or it fails and nothing changes)."""
+    from ..conversation import language
+    from ..providers.base import check_ready
+    from .full import find_pending_turn, full_compact, has_source
+
+    history = subject.history()
+    pending = find_pending_turn(history, settings.compat)
+    if not has_source(history, pending):  # a no-op: no snapshot, no model call
+        return Outcome(full=Status.NOTHING)
+    if dry_run:
+        lang = language.resolve(settings.lang, history, settings.compat)
+        most = subject.tokens_without_summary(pending, lang) + settings.max_tokens
+        return Outcome(
+            changed=True, full=Status.WOULD_RUN, tokens_after=min(most, subject.tokens())
+        )
+    provider = provider or default_provider()
+    check_ready(provider)  # a missing API key: exit 78, before any snapshot
+    taken = keeper.before_summary() if keeper is not None else ()
+    compacted = full_compact(history, provider, settings)
+    if compacted.status != Status.COMPACTED:
+        return Outcome(full=compacted.status, error=compacted.error, snapshots=taken)
+    tokens_after = subject.take_summary(compacted)
+    if keeper is not None:
+        taken += keeper.after_summary(compacted.messages, tokens_after)
+    return Outcome(
+        changed=True,
+        full=Status.COMPACTED,
+        cut_off=compacted.cut_off,
+        tokens_after=tokens_after,
+        snapshots=taken,
+    )
+
+
+def default_provider() -> Summarizer:
+    from ..providers.extractive import ExtractiveSummarizer
+
+    return ExtractiveSummarizer()
+
+
+# --- a conversation of messages, in memory -------------------------------------------------------
+
+
+def measure(conversation: Conversation, settings: Settings) -> int:
+    """The estimate by the settings' profile and tokenizer."""
+    tokens = counter(settings.tokenizer)
+    return estimate(conversation.messages, conversation.system, settings.compat, tokens)
+
+
+class MessagesSubject:
+    """A parsed conversation; its result is a new conversation (the input stays as it was)."""
+
+    measured = False  # counting is a pass over the messages: done only when asked
+
+    def __init__(self, conversation: Conversation, settings: Settings) -> None:
+        self.input = conversation
+        self.result = conversation
+        self.settings = settings
+        self._tokens: int | None = None  # of the result, once counted
+
+    def tokens(self) -> int:
+        if self._tokens is None:
+            self._tokens = measure(self.result, self.settings)
+        return self._tokens
+
+    def repair(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        from .repairs import repair_messages
+
+        messages, done = repair_messages(self.input.messages)
+        self.input = self.input.with_messages(messages)
+        self._take(messages)
+        return tuple(done), ()
+
+    def micro(self) -> tuple[int, int]:
+        settings = self.settings
+        if settings.min_gain and not settings.compat:  # --min-gain: markers in batches
+            from .cache_apply import micro_in_batches
+
+            messages, done = micro_in_batches(self.input.messages, settings)
+            if settings.images:
+                messages, done = with_old_images(messages, done, settings)
+        else:
+            messages, done = micro_compact(self.input.messages, settings)
+        self._take(messages)
+        return done.truncated, done.images
+
+    def history(self) -> list[Message]:
+        return self.input.messages  # full compaction micro-compacts what it sends by itself
+
+    def take_summary(self, compacted: FullResult) -> int:
+        self._take(compacted.messages)
+        return self.tokens()
+
+    def tokens_without_summary(self, pending: PendingTurn, lang: str) -> int:
+        from .full import rebuild
+
+        frame = rebuild(self.input.messages, pending, "", lang)
+        return measure(self.input.with_messages(frame), self.settings)
+
+    def for_the_cache(self, provider: Summarizer, keeper: Keeper | None, dry_run: bool) -> Outcome:
+        """Markers in batches and cuts that stay put; the messages' own ``timestamp`` keys tell
+        a cold cache. The input is kept before this request's own summary is asked for, the
+        result after it; a cut found again (a caller re-sending its raw history) keeps nothing
+        the caller has not kept itself. A dry run counts a cut's summary at its whole budget."""
+        from .cache_apply import compact_stably, plan_request
+        from .cache_plan import Timing, message_times
+        from .micro import mark_turns
+
+        conversation, settings = self.input, self.settings
+        messages, system = conversation.messages, conversation.system
+        if dry_run:
+            plan = plan_request(messages, settings, provider, None, system)
+            marked, done = mark_turns(messages, settings, plan.marked)
+            self._take(marked)
+            tokens = plan.tokens if plan.cuts else self.tokens()
+            full = Status.WOULD_RUN if plan.cuts else Status.NOT_RUN
+            changed = done.truncated > 0 or bool(plan.cuts)
+            return Outcome(changed, done.truncated, full=full, tokens_after=tokens)
+        taken: list[str] = []
+
+        def before_summary() -> None:  # SPEC §3.3: before the model is asked
+            if keeper is not None:
+                taken.extend(keeper.before_summary())
+
+        timing = Timing(message_times(messages))
+        stable = compact_stably(messages, settings, provider, timing, system, None, before_summary)
+        self._take(stable.messages)
+        tokens = self.tokens()
+        compacted = stable.full == Status.COMPACTED
+        if stable.plan.cuts_now and compacted and keeper is not None:
+            taken.extend(keeper.after_summary(stable.messages, tokens))
+        return Outcome(
+            changed=stable.micro.truncated > 0 or compacted,
+            truncated=stable.micro.truncated,
+            full=stable.full,
+            error=stable.error,
+            over_threshold=tokens > settings.threshold and stable.error is None,
+            tokens_after=tokens,
+            snapshots=tuple(taken),
+        )
+
+    def _take(self, messages: list[Message]) -> None:
+        self.result = self.input.with_messages(messages)
+        self._tokens = None
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a run may use besides the conversation: a summarizer and where snapshots go.
+
+    Without a provider, summaries are written by the built-in extractive one. A full compaction
+    that replaces the history keeps the input (``original``, its bytes as read) and the result in
+    ``snapshots``. ``original`` is None when the writer keeps the input itself (a file changed in
+    place is kept by a link to its old inode). ``source`` is the file read, if any.
+    """
+
+    provider: Summarizer | None = None
+    snapshots: Snapshots | None = None
+    session_id: str = SESSION_ID
+    original: bytes | None = None
+    source: Path | None = None
+
+
+@dataclass(frozen=True)
+class SnapshotKeeper:
+    """Keeps a conversation's input bytes and its compacted result in a snapshot store."""
+
+    store: Snapshots
+    session_id: str
+    conversation: Conversation
+    settings: Settings
+    original: bytes | None  # None: the input is kept by whoever writes the result (in place)
+    source: Path | None = None
+
+    def before_summary(self) -> tuple[str, ...]:
+        from ..snapshots.base import Details
+
+        if self.original is None:
+            return ()
+        conversation = self.conversation
+        tokens = measure(conversation, self.settings)
+        details = Details(conversation.shape, len(conversation.messages), tokens)
+        path = self.store.save_original(self.session_id, self.original, details, self.source)
+        return (str(path),)
+
+    def after_summary(self, messages: list[Message], tokens: int) -> tuple[str, ...]:
+        from ..snapshots.base import Details
+
+        details = Details(tokens=tokens)
+        path = self.store.save_result(self.session_id, messages, details, self.source)
+        return (str(path),)
+
+
+def run(
+    job: Job, conversation: Conversation, context: Context = Context(), dry_run: bool = False
+) -> Outcome:
+    """``job`` on a parsed conversation; the outcome holds the new conversation."""
+    subject = MessagesSubject(conversation, job.settings)
+    keeper = None
+    if context.snapshots is not None:
+        keeper = SnapshotKeeper(
+            context.snapshots,
+            context.session_id,
+            conversation,
+            job.settings,
+            context.original,
+            context.source,
+        )
+    outcome = decide(job, subject, context.provider, keeper, dry_run)
+    return replace(outcome, conversation=subject.result)
+
+
+def failure(outcome: Outcome) -> ProviderError | None:
+    """The summary's failure, or its cut-off, if the outcome has one (what a caller should tell)."""
+    return outcome.error or outcome.cut_off

@@ -1,0 +1,1 @@
+"""Reading a conversation: where tool calls, results and images are, whose words are whose."""

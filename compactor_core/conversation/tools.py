@@ -1,0 +1,94 @@
+"""Where tool calls and tool results live in a conversation, in both wire styles.
+
+Anthropic style: ``tool_use`` blocks (``id``, ``name``) in an assistant message, answered by
+``tool_result`` blocks (``tool_use_id``) in a later message's content list. OpenAI style: an
+assistant message's ``tool_calls[]`` (``id``, ``function.name``), answered by ``role: "tool"``
+messages (``tool_call_id``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..ends.formats import Message
+
+UNKNOWN_TOOL = "unknown"
+
+
+def blocks(message: Message) -> list[Any]:
+    """The message's content list, or an empty list when the content is a string or null."""
+    content = message.get("content")
+    return content if isinstance(content, list) else []
+
+
+def is_block(value: Any, block_type: str) -> bool:
+    return isinstance(value, dict) and value.get("type") == block_type
+
+
+def tool_calls(message: Message) -> Iterator[tuple[Any, str]]:
+    """Every tool call a message makes, as ``(id, name)``, in both styles."""
+    for block in blocks(message):
+        if is_block(block, "tool_use"):
+            yield block.get("id"), tool_name(block.get("name"))
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        yield call.get("id"), tool_name(function.get("name"))
+
+
+def tool_result_ids(message: Message) -> Iterator[Any]:
+    """The call ids that the tool results in this message answer, in both styles."""
+    if message.get("role") == "tool":
+        yield message.get("tool_call_id")
+    for block in blocks(message):
+        if is_block(block, "tool_result"):
+            yield block.get("tool_use_id")
+
+
+def tool_name(value: Any) -> str:
+    """A call's tool name, or ``unknown`` when it is not a string."""
+    return value if isinstance(value, str) else UNKNOWN_TOOL
+
+
+class ToolNames(dict[str, str]):
+    """Tool call id -> tool name. Only string ids are recorded, so ``get`` answers any other id
+    (a number, or an unhashable list or object in malformed input) with the default."""
+
+    def get(self, call_id: Any, default: Any = None) -> Any:  # type: ignore[override]
+        return super().get(call_id, default) if isinstance(call_id, str) else default
+
+
+def tool_names(messages: list[Message]) -> ToolNames:
+    """Map each tool call id to its tool's name; a repeated id: the last one wins."""
+    names = ToolNames()
+    for message in messages:
+        for call_id, name in tool_calls(message):
+            if isinstance(call_id, str):
+                names[call_id] = name
+    return names
+
+
+def has_tool_result_block(message: Message) -> bool:
+    return any(is_block(block, "tool_result") for block in blocks(message))
+
+
+def tool_result_turns(messages: list[Message]) -> list[list[int]]:
+    """Indexes of the messages of each tool-result turn, oldest first.
+
+    A turn is a message holding a ``tool_result`` block (any role), or a maximal run of
+    consecutive ``role: "tool"`` messages.
+    """
+    turns: list[list[int]] = []
+    in_tool_run = False
+    for index, message in enumerate(messages):
+        if message.get("role") == "tool":
+            if in_tool_run:
+                turns[-1].append(index)
+            else:
+                turns.append([index])
+            in_tool_run = True
+            continue
+        in_tool_run = False
+        if has_tool_result_block(message):
+            turns.append([index])
+    return turns

@@ -1,0 +1,1 @@
+"""Writing local files safely: atomic writes, the commit, metadata, private folders, leases."""

@@ -1,0 +1,1 @@
+"""Where an input comes from and where its result goes: sources, documents, destinations."""

@@ -1,0 +1,1 @@
+"""The bill of a saved conversation under prompt caching, request by request."""
