@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Protocol
 
 from ..compaction.estimate import json_text, tokens_of
@@ -37,7 +38,7 @@ from ..errors import InputError
 
 FIVE_MINUTES = "5m"
 ONE_HOUR = "1h"
-TTL_SECONDS = {FIVE_MINUTES: 300.0, ONE_HOUR: 3600.0}
+TTL_SECONDS: Mapping[str, float] = {FIVE_MINUTES: 300.0, ONE_HOUR: 3600.0}
 
 MAX_BREAKPOINTS = 4
 LOOKBACK = 20  # blocks checked before each breakpoint, besides the breakpoint's own
@@ -133,6 +134,7 @@ class Usage:
 class Rules(Protocol):
     name: str
     prices: Prices
+    lifetimes: Mapping[str, float]  # seconds an entry of each TTL lives unused
 
     def send(
         self,
@@ -158,6 +160,7 @@ def minimum_prefix(model: str | None) -> int:
 class AnthropicRules:
     name: str = "anthropic"
     prices: Prices = Prices(read=0.1, write_5m=1.25, write_1h=2.0)
+    lifetimes: Mapping[str, float] = field(default_factory=lambda: dict(TTL_SECONDS))
 
     def send(
         self,
@@ -174,10 +177,12 @@ class AnthropicRules:
                 f"Anthropic accepts at most {MAX_BREAKPOINTS}"
             )
         entries = _live(state.entries, time)
+        expiry = partial(_expiry, time, self.lifetimes)
         hit = max((_longest_hit(keys, mark, entries) for mark in marks), default=-1)
         read = ends[hit] if hit >= 0 else 0
         if hit >= 0:
-            entries[keys[hit]] = _refreshed(entries[keys[hit]], time)
+            entry = entries[keys[hit]]
+            entries[keys[hit]] = replace(entry, expires=max(entry.expires, expiry(entry.ttl)))
         written = {FIVE_MINUTES: 0, ONE_HOUR: 0}
         cached_to, minimum = read, minimum_prefix(model)
         for mark in marks:
@@ -185,7 +190,7 @@ class AnthropicRules:
                 continue
             ttl = blocks[mark].breakpoint or FIVE_MINUTES
             written[ttl] += ends[mark] - cached_to
-            entries[keys[mark]] = Entry(ends[mark], _expiry(time, ttl), ttl)
+            entries[keys[mark]] = Entry(ends[mark], expiry(ttl), ttl)
             cached_to = ends[mark]
         total = ends[-1] if ends else 0
         usage = Usage(read, written[FIVE_MINUTES], written[ONE_HOUR], total - cached_to)
@@ -207,6 +212,7 @@ def _longest_hit(keys: Sequence[Hashable], mark: int, entries: Mapping[Hashable,
 class OpenAIRules:
     name: str = "openai"
     prices: Prices = Prices(read=0.1, write_5m=1.0, write_1h=1.0)
+    lifetimes: Mapping[str, float] = field(default_factory=lambda: dict(TTL_SECONDS))
     ttl: str = FIVE_MINUTES  # entries live 5 to 10 minutes unused: the shorter is assumed
 
     def send(
@@ -223,8 +229,9 @@ class OpenAIRules:
         )
         total = ends[-1] if ends else 0
         read, cacheable = openai_cached(shared), openai_cached(total)
+        expires = _expiry(time, self.lifetimes, self.ttl)
         for key, end in zip(keys, ends, strict=True):
-            entries[key] = Entry(end, _expiry(time, self.ttl), self.ttl)
+            entries[key] = Entry(end, expires, self.ttl)
         return Usage(read, cacheable - read, 0, total - cacheable), CacheState(entries)
 
 
@@ -263,12 +270,8 @@ def _live(entries: Mapping[Hashable, Entry], time: float | None) -> dict[Hashabl
     return {key: entry for key, entry in entries.items() if entry.expires >= time}
 
 
-def _expiry(time: float | None, ttl: str) -> float:
-    return math.inf if time is None else time + TTL_SECONDS[ttl]
-
-
-def _refreshed(entry: Entry, time: float | None) -> Entry:
-    return replace(entry, expires=max(entry.expires, _expiry(time, entry.ttl)))
+def _expiry(time: float | None, lifetimes: Mapping[str, float], ttl: str) -> float:
+    return math.inf if time is None else time + lifetimes[ttl]
 
 
 # --- where agents put their breakpoints ----------------------------------------------------------
@@ -333,14 +336,12 @@ def anthropic_blocks(
     automatic caching does); a body that carries none is marked by ``placement``, if given.
     A string content and the same text as one text block are the same block.
     """
-    tools = [_anthropic_block(tool, ("tool",), count) for tool in body.get("tools") or ()]
-    system = [
-        _anthropic_block(block, ("system",), count) for block in _as_blocks(body.get("system"))
-    ]
+    tools = [content_block(tool, ("tool",), count) for tool in body.get("tools") or ()]
+    system = [content_block(block, ("system",), count) for block in as_blocks(body.get("system"))]
     messages = [
-        _anthropic_block(block, (message.get("role"), place == 0), count)
+        content_block(block, (message.get("role"), place == 0), count)
         for message in body.get("messages") or ()
-        for place, block in enumerate(_as_blocks(message.get("content")))
+        for place, block in enumerate(as_blocks(message.get("content")))
     ]
     blocks = [*tools, *system, *messages]
     automatic = body.get("cache_control")
@@ -351,7 +352,8 @@ def anthropic_blocks(
     return placed(tools, system, messages, placement)
 
 
-def _as_blocks(content: Any) -> list[Any]:
+def as_blocks(content: Any) -> list[Any]:
+    """A content as its blocks: a string is one text block."""
     if content is None:
         return []
     if isinstance(content, str):
@@ -359,7 +361,9 @@ def _as_blocks(content: Any) -> list[Any]:
     return list(content) if isinstance(content, list) else [content]
 
 
-def _anthropic_block(block: Any, where: tuple[Any, ...], count: Count) -> Block:
+def content_block(block: Any, where: tuple[Any, ...], count: Count) -> Block:
+    """One block of a request, its key made of ``where`` (its role, whether it opens its
+    message) and its JSON without its ``cache_control``, which is its breakpoint."""
     control = block.get("cache_control") if isinstance(block, Mapping) else None
     if control is not None:
         block = {name: value for name, value in block.items() if name != "cache_control"}
