@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..compaction.estimate import HEURISTIC, Counter, message_units, system_units, units_to_tokens
-from ..ends.formats import Message
+from ..conversation.formats import Message
 from ..errors import ConfigError
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import BinaryIO
 
 from ..compaction.cache_plan import message_times, parse_time
+from ..conversation.formats import Conversation
 from ..ends.documents import Document, MessagesDocument
-from ..ends.formats import Conversation
 from ..session_files.base import Record
 from ..session_files.index import SessionIndex, load_view
 from .run import Recording

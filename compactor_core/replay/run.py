@@ -19,8 +19,8 @@ from ..compaction.cache_apply import Heads, compact_stably
 from ..compaction.cache_plan import Timing, request_points
 from ..compaction.pipeline import Context, default_provider, run
 from ..compaction.tokenizers import counter
+from ..conversation.formats import Conversation, Message
 from ..defaults import CACHE_AWARE, EVERY_TURN
-from ..ends.formats import Conversation, Message
 from ..providers.base import Summarizer
 from ..settings import Job, Settings
 from .pricing import Bill, Meter, Pricing
