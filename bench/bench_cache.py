@@ -24,8 +24,8 @@ from collections.abc import Sequence
 
 from harness import ROOT, Report
 
+from compactor_core.conversation.formats import parse
 from compactor_core.defaults import MIN_GAIN, THRESHOLD
-from compactor_core.ends.formats import parse
 from compactor_core.replay import recordings
 from compactor_core.replay.pricing import PROFILES
 from compactor_core.replay.report import figures, table

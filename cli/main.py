@@ -202,7 +202,7 @@ def estimate(
 
     For an agent's session file: the conversation the agent would send on resume.
     """
-    from compactor_core.ends.formats import dumps
+    from compactor_core.conversation.formats import dumps
 
     counter = resolve.counter(tokenizer)
     bareagent = compat == "bareagent"

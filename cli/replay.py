@@ -145,7 +145,7 @@ def _replay_file(name: str, format_name: str, settings: Settings, prices: dict[s
 
 
 def _report(result: Replay, label: str, as_json: bool) -> None:
-    from compactor_core.ends.formats import dumps
+    from compactor_core.conversation.formats import dumps
     from compactor_core.replay.report import as_json as figures_json
     from compactor_core.replay.report import render
 

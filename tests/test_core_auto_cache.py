@@ -16,7 +16,7 @@ from compactor_core.compaction.cache_plan import plan, request_points
 from compactor_core.compaction.micro import micro_compact
 from compactor_core.compaction.pipeline import Context, run
 from compactor_core.compaction.status import Status
-from compactor_core.ends.formats import Conversation
+from compactor_core.conversation.formats import Conversation
 from compactor_core.settings import Job
 from compactor_core.snapshots.local_store import SnapshotStore
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
 
-from ..ends.formats import Message
+from ..conversation.formats import Message
 from ..session_files.base import (
     Compaction,
     Record,

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..ends.formats import Message
+from ..conversation.formats import Message
 from ..session_files.base import (
     AgentFormat,
     Compaction,

@@ -36,7 +36,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from ..ends.formats import Message, dumps
+from ..conversation.formats import Message, dumps
 from ..ends.sources import session_name
 from ..errors import UsageError
 from ..session_files.base import (

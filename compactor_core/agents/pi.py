@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..ends.formats import Message
+from ..conversation.formats import Message
 from ..session_files.base import (
     AgentFormat,
     Answer,

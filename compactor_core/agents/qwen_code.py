@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..ends.formats import Message
+from ..conversation.formats import Message
 from ..session_files.base import (
     AgentFormat,
     Answer,

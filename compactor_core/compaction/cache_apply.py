@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 
-from ..ends.formats import Message
+from ..conversation.formats import Message
 from ..errors import ProviderError
 from ..providers.base import Summarizer, check_ready
 from ..settings import Settings

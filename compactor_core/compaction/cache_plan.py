@@ -35,14 +35,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..conversation.formats import Message
+from ..conversation.prompts import PROMPTS, SUMMARY_PREFIX
 from ..conversation.tools import tool_result_turns
 from ..defaults import MIN_GAIN
-from ..ends.formats import Message
 from ..settings import Settings
 from .estimate import Counter, message_units, units_to_tokens
 from .full import find_pending_turn
 from .micro import mark_turns
-from .prompts import PROMPTS, SUMMARY_PREFIX
 from .tokenizers import counter as counter_named
 
 CACHE_TTL = 300.0  # seconds a provider keeps a cached prefix (Anthropic's default, 5 minutes)

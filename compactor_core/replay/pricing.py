@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..compaction.estimate import HEURISTIC, Counter, TextCollector, json_text
-from ..ends.formats import Message
+from ..conversation.formats import Message
 from ..errors import ConfigError
 from .cache_rules import (
     FIVE_MINUTES,

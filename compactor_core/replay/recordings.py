@@ -18,8 +18,8 @@ from typing import BinaryIO
 
 from ..compaction.cache_plan import message_times, parse_time
 from ..compaction.estimate import quarters_to_tokens
+from ..conversation.formats import Conversation, Message
 from ..ends.documents import Document, MessagesDocument
-from ..ends.formats import Conversation, Message
 from ..session_files.base import Record, RecordedCall, ViewMessage
 from ..session_files.index import SessionIndex, join, load_view, pick, read_record, view_before
 from ..session_files.usage import recorded_calls

@@ -21,8 +21,8 @@ from ..compaction.cache_apply import Heads, compact_stably
 from ..compaction.cache_plan import Timing, request_points
 from ..compaction.pipeline import Context, default_provider, run
 from ..compaction.tokenizers import counter
+from ..conversation.formats import Conversation, Message
 from ..defaults import CACHE_AWARE, EVERY_TURN
-from ..ends.formats import Conversation, Message
 from ..providers.base import Summarizer
 from ..session_files.base import RecordedCall
 from ..settings import Job, Settings

@@ -21,8 +21,8 @@ from typing import Any
 
 from ..compaction.pipeline import Context, measure, run
 from ..compaction.status import Status
+from ..conversation.formats import Conversation, Message, dumps, load_value
 from ..conversation.tools import blocks, is_block, tool_calls, tool_result_ids
-from ..ends.formats import Conversation, Message, dumps, load_value
 from ..errors import CtxpackError
 from ..settings import Job, Settings
 from .ledger import NEW, Ledger, Reuse

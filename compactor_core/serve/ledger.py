@@ -23,7 +23,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from ..ends.formats import dumps
+from ..conversation.formats import dumps
 
 DIGEST = 16  # bytes of each fingerprint
 TTL = 300.0  # seconds: the default lifetime of Anthropic's and OpenAI's prompt caches

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..ends.formats import dumps
+from ..conversation.formats import dumps
 from . import limits
 from .compaction import AS_IS, COMPACTED, UNCHANGED, Compactor, Report
 from .stats import Stats, billed

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import orjson
 
+from ..conversation.formats import dumps
 from ..disk.atomic import atomic_write
-from ..ends.formats import dumps
 from ..errors import OutputError, SummaryCutOff
 from ..providers.base import Summarizer, SummaryRequest, check_ready
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ends.formats import Conversation, Message, json_type, validate_messages
+from ..conversation.formats import Conversation, Message, json_type, validate_messages
 from ..errors import InputError
 from . import responses
 

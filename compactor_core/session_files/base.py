@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..ends.formats import Message
+from ..conversation.formats import Message
 
 Record = dict[str, Any]
 

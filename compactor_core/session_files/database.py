@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 
-from ..ends.formats import dumps
+from ..conversation.formats import dumps
 from ..ends.sources import session_name
 from ..errors import InputError, InputUnreadable, OutputError, SessionInUse
 from .base import Record

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from ..compaction.estimate import HEURISTIC, Counter, estimate, quarters_to_tokens
-from ..ends.formats import Message
+from ..conversation.formats import Message
 from ..errors import InputError
 from .base import AgentFormat, Record, RecordInfo, ViewMessage
 from .records import Line, lines, parse_exact, parse_fast

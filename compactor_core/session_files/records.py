@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 import orjson
 
-from ..ends.formats import UTF8_BOM, json_type, load_value
+from ..conversation.formats import UTF8_BOM, json_type, load_value
 from ..errors import InputError
 
 if TYPE_CHECKING:

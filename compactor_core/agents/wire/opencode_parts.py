@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...compaction.micro import is_marker
-from ...ends.formats import Message
+from ...conversation.formats import Message
 
 COMPACTION_TEXT = "What did we do so far?"
 CLEARED = "[Old tool result content cleared]"
