@@ -11,13 +11,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..replay.pricing import PROFILES, Sent
+from ..replay.pricing import PROFILES
 
 
 def billed(cached: int, total: int, pricing: str) -> float:
     """Input tokens as billed, in input-price tokens: ``cached`` of ``total`` read from cache,
     at the prices of the replay's profile ``pricing`` (``compactor_core.replay.pricing``)."""
-    return Sent(total, cached).billed(PROFILES[pricing])
+    prices = PROFILES[pricing]
+    return prices.read * cached + prices.write * (total - cached)
 
 
 @dataclass
