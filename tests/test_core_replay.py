@@ -153,3 +153,11 @@ def test_the_json_report_holds_every_request() -> None:
     assert report["per_request"]["any/untouched"] == [[1100, 0, 1100], [1150, 1100, 50]]
     assert report["rows"][0]["vs_untouched"] == 1.0
     assert report["recorded"] is None  # a conversation records no usage: a simulation
+
+
+def test_the_requests_that_carry_a_new_summary_are_known_for_the_picture() -> None:
+    messages = json.loads((CORPUS / "cc_kimi_516b7270.json").read_bytes())
+    result = replay(Recording(messages), Settings(threshold=8000), PROFILES["anthropic-5m"])
+    run = result.find(KEEPS, CHOSEN)
+    assert run.new_summaries and len(run.new_summaries) <= run.summaries
+    assert all(0 <= number < result.requests for number in run.new_summaries)

@@ -32,6 +32,7 @@ class Receipt:
     billed: float
     biggest: int = 0  # the most input tokens of one request
     side_requests: int = 0  # of the requests, a subagent's (in the bill, not in the view)
+    per_request: tuple[float, ...] = ()  # each request's bill, in the file's order
 
     @property
     def sent(self) -> int:
@@ -63,6 +64,7 @@ def receipt(calls: Sequence[RecordedCall], prices: Prices) -> Receipt:
         billed=total.billed(prices),
         biggest=max((call.tokens for call in calls), default=0),
         side_requests=sum(call.side for call in calls),
+        per_request=tuple(usage_of(call).billed(prices) for call in calls),
     )
 
 

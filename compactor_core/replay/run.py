@@ -82,6 +82,7 @@ class Run:
     policy: str  # UNTOUCHED, SEED or CHOSEN
     bill: Bill
     summaries: int = 0  # requests that held a summary
+    new_summaries: tuple[int, ...] = ()  # the requests that held a summary the one before did not
 
 
 @dataclass(frozen=True)
@@ -122,11 +123,17 @@ def replay(
     for use in uses:
         for name, chosen in ((name, replayed[name]) for name in policies):
             billed = meter()
-            summaries = 0
+            held: list[Message | None] = []  # each request's summary
             for request, time in _requests(recording, requests, use, chosen, provider, prices):
                 billed.send(request, recording.system, time)
-                summaries += any(_is_summary(message) for message in request[:4])
-            runs.append(Run(use, name, billed.bill(), summaries))
+                held.append(next((m for m in request[:4] if _is_summary(m)), None))
+            made = (
+                n
+                for n, summary in enumerate(held)
+                if summary and (n == 0 or held[n - 1] != summary)
+            )
+            summaries = sum(summary is not None for summary in held)
+            runs.append(Run(use, name, billed.bill(), summaries, tuple(made)))
     recorded = receipt(recording.recorded, untouched.rules.prices) if recording.recorded else None
     return Replay(len(requests), prices, settings, tuple(runs), recorded, recording.calibration)
 
