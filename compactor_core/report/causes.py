@@ -14,7 +14,9 @@ cause that holds:
    context clearing, a resumed session, a changed system prompt or tools;
 4. ``CTXPACK`` — ctxpack rewrote the session since the previous request (its snapshots' times);
 5. ``MODEL_SWITCH`` — another model than the previous request's (each model has its own cache);
-6. ``UNEXPLAINED``.
+6. ``PROMPT_CHANGED`` — nothing at all was read from the cache while the previous request's
+   entries were alive: the very start of the prompt (the tools, the system prompt) differs;
+7. ``UNEXPLAINED``.
 
 A miss of no more than ``FLOOR`` tokens is counted as new turns: a few tokens re-sent around
 the cache's last breakpoint are noise, not an event worth a line.
@@ -25,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..session_files.base import CHANGES, RecordedCall
+from ..session_files.base import CHANGES, PROMPT_CHANGED, RecordedCall
 
 FIRST = "first request"
 EXPIRED = "cache expired"
@@ -40,14 +42,13 @@ LIFETIME = {False: 300.0, True: 3600.0}  # seconds, by "wrote 1-hour entries"
 
 
 @dataclass(frozen=True, slots=True)
-class Miss:
-    """One request that sent again what it had sent before, and why."""
+class Attribution:
+    """What one request sent fresh: the conversation's new turns, and what it missed (sent
+    again) with the cause of the miss (None where it missed nothing over ``FLOOR``)."""
 
-    line: int  # the record the request came before
-    time: float | None
-    model: str | None
-    cause: str
-    tokens: int  # sent fresh that had been sent before
+    new: int
+    missed: int
+    cause: str | None
     gap: float | None  # seconds since the chain's previous request
 
 
@@ -58,13 +59,12 @@ def fresh_tokens(call: RecordedCall, writes_counted: bool) -> int:
     return call.input
 
 
-def misses(
+def attribute(
     calls: Sequence[RecordedCall], rewrites: Iterable[float] = (), writes_counted: bool = True
-) -> tuple[dict[str, int], list[Miss]]:
-    """The fresh tokens of every request by cause, and each miss over ``FLOOR`` one by one."""
+) -> list[Attribution]:
+    """Each request's fresh tokens split into new turns and a miss, with the miss's cause."""
     rewritten = sorted(rewrites)
-    by_cause = dict.fromkeys(CAUSES, 0)
-    found: list[Miss] = []
+    attributions = []
     previous: dict[bool, RecordedCall] = {}  # the last request of each chain
     hourly: dict[bool, bool] = {}  # whether each chain's latest writes were 1-hour entries
     for call in calls:
@@ -73,33 +73,43 @@ def misses(
         previous[call.side] = call
         if call.cache_write_5m or call.cache_write_1h:
             hourly[call.side] = call.cache_write_1h > 0
-        grown = fresh if before is None else max(call.tokens - before.tokens, 0)
-        missed = fresh if before is None else max(fresh - grown, 0)
-        if before is not None and missed <= FLOOR:
-            by_cause[NEW_TURNS] += fresh
-            continue
-        cause = FIRST if before is None else _cause(call, before, lifetime, rewritten)
-        by_cause[NEW_TURNS] += fresh - missed
-        by_cause[cause] += missed
         gap = _gap(before, call)
-        found.append(Miss(call.line, call.time, call.model, cause, missed, gap))
-    return by_cause, found
+        if before is None:
+            attributions.append(Attribution(0, fresh, FIRST, None))
+            continue
+        missed = max(fresh - max(call.tokens - before.tokens, 0), 0)
+        if missed <= FLOOR:
+            attributions.append(Attribution(fresh, 0, None, gap))
+        else:
+            cause = _cause(call, before, gap, lifetime, rewritten)
+            attributions.append(Attribution(fresh - missed, missed, cause, gap))
+    return attributions
 
 
 def _cause(
-    call: RecordedCall, before: RecordedCall, lifetime: float, rewrites: Sequence[float]
+    call: RecordedCall,
+    before: RecordedCall,
+    gap: float | None,
+    lifetime: float,
+    rewrites: Sequence[float],
 ) -> str:
-    gap = _gap(before, call)
     if gap is not None and gap > lifetime:
         return EXPIRED
     if call.change is not None:
         return call.change
-    if before.time is not None and call.time is not None:
-        if any(before.time < moment <= call.time for moment in rewrites):
-            return CTXPACK
+    if _rewritten_between(rewrites, before.time, call.time):
+        return CTXPACK
     if call.model != before.model and None not in (call.model, before.model):
         return MODEL_SWITCH
+    if call.cache_read == 0 and before.tokens > before.input:
+        return PROMPT_CHANGED
     return UNEXPLAINED
+
+
+def _rewritten_between(rewrites: Sequence[float], start: float | None, end: float | None) -> bool:
+    if start is None or end is None:
+        return False
+    return any(start < moment <= end for moment in rewrites)
 
 
 def _gap(before: RecordedCall | None, call: RecordedCall) -> float | None:

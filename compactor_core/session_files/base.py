@@ -245,7 +245,8 @@ class Problem:
 COMPACTED = "compaction"  # the agent's own compaction or context clearing
 RESUMED = "resume"  # a resumed session: the context rebuilt
 PROMPT_CHANGED = "prompt changed"  # the system prompt or the tools (another agent version, say)
-CHANGES = (COMPACTED, RESUMED, PROMPT_CHANGED)
+THINKING_DROPPED = "thinking dropped"  # a new prompt: the API drops earlier thinking blocks
+CHANGES = (COMPACTED, RESUMED, PROMPT_CHANGED, THINKING_DROPPED)
 
 
 @dataclass(frozen=True, slots=True)
