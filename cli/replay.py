@@ -28,7 +28,7 @@ PROFILES = (
         "ctxpack replay session.json                     # the bill, three policies, two uses",
         "ctxpack replay --threshold 20000 ~/.claude/projects/-home-me-app/*.jsonl",
         "ctxpack replay --pricing openai --json session.json | jq .rows",
-        "ctxpack replay --read 0.25 --write 1 --plot tokens.svg session.json",
+        "ctxpack replay --read 0.25 --write 1 --plot bill.svg session.json",
     )
 )
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
@@ -74,7 +74,8 @@ PROFILES = (
 @click.option(
     "--plot",
     metavar="FILE.svg|FILE.png",
-    help="Draw tokens per request for each policy (one input; needs ctxpack[plot]).",
+    help="Draw the bill: cumulative billed input per policy, and each request as read, "
+    "written and plain (one input; needs ctxpack[plot]).",
 )
 def replay(files: tuple[str, ...], **chosen: Any) -> None:
     """Replay saved sessions request by request and print what each policy would be billed.

@@ -1,6 +1,6 @@
 """The test model server bills like the providers (issue 31): the usage of its replies is what
-the provider's cache rules make of the bodies it receives, and the real Claude Code records it
-as it came, so that the replay's receipt of its session file is what the server billed."""
+the provider's cache rules make of the bodies it receives, and the real Claude Code and Codex
+record it as it came, so that the replay's receipt of their session files is what it billed."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ from typing import Any
 import httpx
 from agents.billing import Billing
 from agents.claude import ClaudeHome, run_claude
+from agents.codex import CodexHome, run_codex
 from agents.script import Reply, Script, ToolCall
 from agents.server import ModelServer
 
 from compactor_core.agents.claude_code import ClaudeCode
+from compactor_core.agents.codex import Codex
 from compactor_core.replay.cache_rules import Usage
 from compactor_core.replay.receipt import usage_of
 from compactor_core.session_files.usage import recorded_calls
@@ -122,3 +124,21 @@ def test_claude_code_records_the_usage_the_server_billed(tmp_path: Path) -> None
         recorded = recorded_calls(handle, ClaudeCode())
     assert [usage_of(call) for call in recorded] == turns
     assert sum(turns, Usage()).read > 0  # its breakpoints were read back
+
+
+def test_codex_records_the_usage_the_server_billed(tmp_path: Path) -> None:
+    """The real Codex counts what the Responses API reports: its token_count totals are the
+    server's bills, request for request, the cached tokens among them."""
+    project = tmp_path / "project"
+    project.mkdir()
+    calls = [Reply(calls=(ToolCall("shell", {"command": ["seq", str(n * 300)]}),)) for n in (1, 2)]
+    with ModelServer(Script([*calls, Reply(text="All done.")]), billing=Billing()) as server:
+        home = CodexHome(tmp_path / "codex")
+        run = run_codex(home, project, "count for me", server).check()
+        bills = [usage for path, usage in server.billing.bills if path == "/v1/responses"]
+    with home.session_file(run.session_id).open("rb") as handle:
+        recorded = recorded_calls(handle, Codex())
+    assert [(call.cache_read, call.tokens) for call in recorded] == [
+        (usage.read, usage.tokens) for usage in bills
+    ]
+    assert sum(call.cache_read for call in recorded) > 0

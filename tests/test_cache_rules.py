@@ -175,3 +175,23 @@ def test_the_parts_of_a_bill_add_up_to_the_request(sizes: list[tuple[int, str | 
             usage, state = rules.send(blocks, state)
             assert usage.tokens == sum(size for size, _ in sizes)
             assert min(usage.read, usage.written_5m, usage.written_1h, usage.plain) >= 0
+
+
+@given(
+    st.lists(st.tuples(st.integers(1, 2000), st.booleans()), min_size=1, max_size=30),
+    st.sampled_from(["claude-sonnet-4-5", "claude-haiku-4-5", "claude-3-haiku"]),
+)
+def test_the_same_request_again_reads_up_to_its_last_cacheable_breakpoint(
+    sizes: list[tuple[int, bool]], model: str
+) -> None:
+    marked = [index for index, (_, mark) in enumerate(sizes) if mark][-4:]
+    blocks = [
+        Block(size, index, "5m" if index in marked else None)
+        for index, (size, _) in enumerate(sizes)
+    ]
+    ends = [sum(size for size, _ in sizes[: index + 1]) for index in marked]
+    cacheable = [end for end in ends if end >= minimum_prefix(model)]
+    first, state = ANTHROPIC.send(blocks, CacheState(), 0.0, model)
+    again, _ = ANTHROPIC.send(blocks, state, 299.0, model)
+    assert first.read == 0 and first.written == max(cacheable, default=0)
+    assert again.read == max(cacheable, default=0) and again.written == 0

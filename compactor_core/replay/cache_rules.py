@@ -31,7 +31,7 @@ import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 from ..compaction.estimate import json_text, tokens_of
 from ..errors import InputError
@@ -131,10 +131,13 @@ class Usage:
         )
 
 
-class Rules(Protocol):
+@dataclass(frozen=True)
+class Rules:
+    """A provider's cache rules at its prices: ``send`` bills one request."""
+
     name: str
     prices: Prices
-    lifetimes: Mapping[str, float]  # seconds an entry of each TTL lives unused
+    lifetimes: Mapping[str, float] = field(default_factory=lambda: dict(TTL_SECONDS))  # seconds
 
     def send(
         self,
@@ -144,7 +147,32 @@ class Rules(Protocol):
         model: str | None = None,
     ) -> tuple[Usage, CacheState]:
         """Bill one request: what was read, written and plain, and the cache after it."""
-        ...
+        keys, ends = prefixes(blocks)
+        entries = _live(state.entries, time)
+        expiry = partial(_expiry, time, self.lifetimes)
+        usage = self.bill(Prefixed(blocks, keys, ends, model), entries, expiry)
+        return usage, CacheState(entries)
+
+    def bill(self, request: Prefixed, entries: dict[Hashable, Entry], expiry: Expiry) -> Usage:
+        """The request's usage; ``entries`` (the live ones) updated in place."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Prefixed:
+    """A request's blocks, each one's prefix key and the tokens up to its end."""
+
+    blocks: Sequence[Block]
+    keys: Sequence[Hashable]
+    ends: Sequence[int]
+    model: str | None
+
+    @property
+    def tokens(self) -> int:
+        return self.ends[-1] if self.ends else 0
+
+
+Expiry = Callable[[str], float]  # when an entry of a TTL written now expires
 
 
 # --- Anthropic -----------------------------------------------------------------------------------
@@ -157,34 +185,25 @@ def minimum_prefix(model: str | None) -> int:
 
 
 @dataclass(frozen=True)
-class AnthropicRules:
+class AnthropicRules(Rules):
     name: str = "anthropic"
     prices: Prices = Prices(read=0.1, write_5m=1.25, write_1h=2.0)
-    lifetimes: Mapping[str, float] = field(default_factory=lambda: dict(TTL_SECONDS))
 
-    def send(
-        self,
-        blocks: Sequence[Block],
-        state: CacheState,
-        time: float | None = None,
-        model: str | None = None,
-    ) -> tuple[Usage, CacheState]:
-        keys, ends = prefixes(blocks)
+    def bill(self, request: Prefixed, entries: dict[Hashable, Entry], expiry: Expiry) -> Usage:
+        blocks, keys, ends = request.blocks, request.keys, request.ends
         marks = [index for index, block in enumerate(blocks) if block.breakpoint]
         if len(marks) > MAX_BREAKPOINTS:
             raise InputError(
                 f"a request carries {len(marks)} cache_control breakpoints; "
                 f"Anthropic accepts at most {MAX_BREAKPOINTS}"
             )
-        entries = _live(state.entries, time)
-        expiry = partial(_expiry, time, self.lifetimes)
         hit = max((_longest_hit(keys, mark, entries) for mark in marks), default=-1)
         read = ends[hit] if hit >= 0 else 0
         if hit >= 0:
             entry = entries[keys[hit]]
             entries[keys[hit]] = replace(entry, expires=max(entry.expires, expiry(entry.ttl)))
         written = {FIVE_MINUTES: 0, ONE_HOUR: 0}
-        cached_to, minimum = read, minimum_prefix(model)
+        cached_to, minimum = read, minimum_prefix(request.model)
         for mark in marks:
             if ends[mark] <= cached_to or ends[mark] < minimum:
                 continue
@@ -192,9 +211,7 @@ class AnthropicRules:
             written[ttl] += ends[mark] - cached_to
             entries[keys[mark]] = Entry(ends[mark], expiry(ttl), ttl)
             cached_to = ends[mark]
-        total = ends[-1] if ends else 0
-        usage = Usage(read, written[FIVE_MINUTES], written[ONE_HOUR], total - cached_to)
-        return usage, CacheState(entries)
+        return Usage(read, written[FIVE_MINUTES], written[ONE_HOUR], request.tokens - cached_to)
 
 
 def _longest_hit(keys: Sequence[Hashable], mark: int, entries: Mapping[Hashable, Entry]) -> int:
@@ -209,30 +226,21 @@ def _longest_hit(keys: Sequence[Hashable], mark: int, entries: Mapping[Hashable,
 
 
 @dataclass(frozen=True)
-class OpenAIRules:
+class OpenAIRules(Rules):
     name: str = "openai"
     prices: Prices = Prices(read=0.1, write_5m=1.0, write_1h=1.0)
-    lifetimes: Mapping[str, float] = field(default_factory=lambda: dict(TTL_SECONDS))
     ttl: str = FIVE_MINUTES  # entries live 5 to 10 minutes unused: the shorter is assumed
 
-    def send(
-        self,
-        blocks: Sequence[Block],
-        state: CacheState,
-        time: float | None = None,
-        model: str | None = None,
-    ) -> tuple[Usage, CacheState]:
-        keys, ends = prefixes(blocks)
-        entries = _live(state.entries, time)
+    def bill(self, request: Prefixed, entries: dict[Hashable, Entry], expiry: Expiry) -> Usage:
+        keys, ends = request.keys, request.ends
         shared = next(
             (ends[index] for index in range(len(keys) - 1, -1, -1) if keys[index] in entries), 0
         )
-        total = ends[-1] if ends else 0
-        read, cacheable = openai_cached(shared), openai_cached(total)
-        expires = _expiry(time, self.lifetimes, self.ttl)
+        read, cacheable = openai_cached(shared), openai_cached(request.tokens)
+        expires = expiry(self.ttl)
         for key, end in zip(keys, ends, strict=True):
             entries[key] = Entry(end, expires, self.ttl)
-        return Usage(read, cacheable - read, 0, total - cacheable), CacheState(entries)
+        return Usage(read, cacheable - read, 0, request.tokens - cacheable)
 
 
 def openai_cached(shared: int) -> int:

@@ -60,18 +60,15 @@ class Recording:
     recorded: Sequence[RecordedCall] = ()  # every recorded request, a subagent's too
     profile: str | None = None  # the price profile the file's own bill follows
 
-    def all_requests(self) -> list[Request]:
+    def all_requests(self) -> Iterator[Request]:
+        """The requests the agent made, one at a time (a long conversation's would not all fit
+        in memory at once: each holds the history before it)."""
         if self.requests:
-            return list(self.requests)
-        points = request_points(self.messages)[:-1]  # the current request is not one yet
-        return [
-            Request(
-                self.messages[:point],
-                [_time(self.times, number + 1) for number in range(point)],
-                _time(self.times, point),
-            )
-            for point in points
-        ]
+            yield from self.requests
+            return
+        for point in request_points(self.messages)[:-1]:  # the current request is not one yet
+            times = [_time(self.times, number + 1) for number in range(point)]
+            yield Request(self.messages[:point], times, _time(self.times, point))
 
 
 @dataclass(frozen=True)
@@ -110,13 +107,12 @@ def replay(
 ) -> Replay:
     """Every request of the recording through each policy and way of use, billed."""
     provider = provider or default_provider()
-    requests = recording.all_requests()
 
     def meter() -> Meter:
         return Meter(prices, counter(settings.tokenizer), recording.calibration)
 
     untouched = meter()
-    for request in requests:
+    for request in recording.all_requests():
         untouched.send(request.history, recording.system, request.time)
     runs = [Run(KEEPS, UNTOUCHED, untouched.bill())]
     replayed = {SEED: replace(settings, policy=EVERY_TURN, min_gain=None), CHOSEN: settings}
@@ -124,7 +120,8 @@ def replay(
         for name, chosen in ((name, replayed[name]) for name in policies):
             billed = meter()
             held: list[Message | None] = []  # each request's summary
-            for request, time in _requests(recording, requests, use, chosen, provider, prices):
+            sent = _requests(recording, use, chosen, provider, prices)
+            for request, time in sent:
                 billed.send(request, recording.system, time)
                 held.append(next((m for m in request[:4] if _is_summary(m)), None))
             made = (
@@ -135,12 +132,12 @@ def replay(
             summaries = sum(summary is not None for summary in held)
             runs.append(Run(use, name, billed.bill(), summaries, tuple(made)))
     recorded = receipt(recording.recorded, untouched.rules.prices) if recording.recorded else None
-    return Replay(len(requests), prices, settings, tuple(runs), recorded, recording.calibration)
+    count = len(untouched.requests)
+    return Replay(count, prices, settings, tuple(runs), recorded, recording.calibration)
 
 
 def _requests(
     recording: Recording,
-    requests: Sequence[Request],
     use: str,
     settings: Settings,
     provider: Summarizer,
@@ -154,7 +151,7 @@ def _requests(
     kept: list[Message] = []  # KEEPS: ctxpack's last output
     kept_times: list[float | None] = []
     previous: Sequence[Message] = ()
-    for request in requests:
+    for request in recording.all_requests():
         now = request.time
         if use == KEEPS:
             start = len(previous) if _goes_on(previous, request.history) else 0
