@@ -83,7 +83,11 @@ def bill_of(document: SessionDocument, rewrites: Iterable[float]) -> tuple[Reque
     calls = recorded_calls(document.handle, document.format)
     if not calls:
         return None
-    writes_counted = document.format.cache_rules != "openai"
+    # where the provider bills cache writes (Anthropic's), a miss is written again; elsewhere
+    # (OpenAI's automatic cache) it is plain input again
+    writes_counted = document.format.cache_rules == "anthropic" or any(
+        call.cache_write_5m or call.cache_write_1h for call in calls
+    )
     return tuple(
         Request(
             call.time,
