@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from . import io, options
+from .agents import AGENTS, agent_homes
 
 if TYPE_CHECKING:
     from compactor_core.report.bill import Request, SessionBill
@@ -38,7 +39,7 @@ BY = ("day", "week", "month", "session", "project", "agent", "model")  # report.
 @click.option("--until", type=click.DateTime(["%Y-%m-%d"]), help="Only requests up to this day.")
 @click.option(
     "--agent",
-    type=click.Choice(["claude", "codex", "gemini", "qwen", "pi", "copilot", "cline", "opencode"]),
+    type=click.Choice(AGENTS),
     help="Only this agent's sessions.",
 )
 @click.option("--project", metavar="TEXT", help="Only sessions whose project contains TEXT.")
@@ -124,17 +125,9 @@ def _bills(paths: tuple[str, ...], chosen: dict[str, Any]) -> list[SessionBill]:
 
 def _places(paths: tuple[str, ...], agent: str | None) -> Iterator[SessionPlace]:
     from compactor_core.report.collect import SessionPlace, places_in_homes
-    from compactor_core.session_files.registry import agent_formats
-
-    from .agents import _home
 
     if not paths:
-        homes = [
-            (each, _home(each.home_variable, each.home_default))
-            for each in agent_formats()
-            if agent in (None, each.agent)
-        ]
-        yield from places_in_homes(homes)
+        yield from places_in_homes(agent_homes(agent))
         return
     for name in paths:
         path = Path(name)

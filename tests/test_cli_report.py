@@ -117,3 +117,10 @@ def test_the_picture_is_a_png(tmp_path: Path) -> None:
     done = run("report", "--no-with-ctxpack", "--plot", picture, KIMI)
     assert done.returncode == 0, done.stderr
     assert picture.read_bytes().startswith(b"\x89PNG")
+
+
+def test_the_agents_offered_are_the_registry_s() -> None:
+    from cli.agents import AGENTS
+    from compactor_core.session_files.registry import agent_formats
+
+    assert set(AGENTS) == {each.agent for each in agent_formats()}
