@@ -260,6 +260,8 @@ def _cell(cell: str, width: int, column: int) -> str:
 
 def _causes(total: Total) -> str:
     fresh = sum(total.causes.values())
+    if not fresh:
+        return ""
     lines = ["why the cache was written:"]
     ranked = sorted(total.causes.items(), key=lambda item: -item[1])
     for cause, tokens in ranked:
