@@ -133,6 +133,7 @@ Shell completion (add the line to your shell's start-up file):
     lazy_commands={
         "check": "cli.agents:check",
         "replay": "cli.replay:replay",
+        "report": "cli.costs:report",
         "rescue": "cli.rescue:rescue",
         "restore": "cli.restore:restore",
         "serve": "cli.serve:serve",

@@ -25,7 +25,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -35,6 +35,7 @@ from ..conversation.formats import Message
 from ..session_files.base import (
     Compaction,
     Record,
+    RecordedCall,
     RecordInfo,
     SessionFile,
     ViewMessage,
@@ -42,6 +43,7 @@ from ..session_files.base import (
 )
 from ..session_files.json_document import read_document
 from ..session_files.stores import DOCUMENT, Result, SessionStore, StoredFormat
+from ..session_files.usage import recorded_call, token_count
 
 if TYPE_CHECKING:
     from ..settings import SessionRules
@@ -116,6 +118,28 @@ class Cline(StoredFormat):
     home_default = ".cline"
     kept_as = DOCUMENT
     store_type = ClineStore
+
+    def recorded_usage(self, records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
+        """Each assistant message's ``metrics`` (Anthropic's counting: ``inputTokens`` is plain,
+        the cache's reads and writes apart), at its ``ts``."""
+        calls = []
+        for index, record in records:
+            metrics = record.get("metrics")
+            if record.get("role") != "assistant" or not isinstance(metrics, dict):
+                continue
+            model = record.get("modelInfo")
+            calls.append(
+                recorded_call(
+                    index,
+                    time=record.get("ts"),
+                    model=model.get("id") if isinstance(model, dict) else None,
+                    plain=metrics.get("inputTokens"),
+                    read=metrics.get("cacheReadTokens"),
+                    written=metrics.get("cacheWriteTokens"),
+                    output=token_count(metrics.get("outputTokens")),
+                )
+            )
+        return calls
 
     def claims_document(self, value: Any) -> bool:
         return (

@@ -5,6 +5,9 @@ running totals in OpenAI's terms (``input_tokens`` includes ``cached_input_token
 repeats an event now and then, so a request is an event whose totals grew, and its usage is
 what they grew by: the calls add up to the last totals. The request was sent before the first
 item the model wrote for it (a reply, a reasoning item, a call) since the previous request.
+A ``compacted`` record (Codex's compaction) or another ``session_meta`` (a resumed session)
+since the previous request changed what this one sent. The model is the latest
+``turn_context``'s.
 """
 
 from __future__ import annotations
@@ -12,24 +15,37 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..session_files.base import Record, RecordedCall
+from ..session_files.base import COMPACTED, RESUMED, Record, RecordedCall
 from ..session_files.records import milliseconds
 from ..session_files.usage import token_count
 
 _MODEL_ITEMS = frozenset(
     {"reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call"}
 )
-_TOTALS = ("input_tokens", "cached_input_tokens", "cache_write_input_tokens")
+_TOTALS = (
+    "input_tokens",
+    "cached_input_tokens",
+    "cache_write_input_tokens",
+    "output_tokens",
+)
+_CHANGES = {"compacted": COMPACTED, "session_meta": RESUMED}
 
 
 def recorded_usage(records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
     calls: list[RecordedCall] = []
     totals = dict.fromkeys(_TOTALS, 0)
     asked: int | None = None  # the first line the model wrote since the last request
+    change, started, model = None, False, None
     for index, record in records:
         payload = record.get("payload")
         if not isinstance(payload, dict):
             continue
+        kind = record.get("type")
+        if kind in _CHANGES and (started or kind != "session_meta"):
+            change = change or _CHANGES[kind]
+        started = True
+        if kind == "turn_context" and isinstance(payload.get("model"), str):
+            model = payload["model"]
         if record.get("type") == "response_item" and _from_the_model(payload):
             asked = index if asked is None else asked
         now = _totals(payload) if record.get("type") == "event_msg" else None
@@ -45,9 +61,12 @@ def recorded_usage(records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
                 input=max(grown["input_tokens"] - cached - written, 0),
                 cache_read=cached,
                 cache_write_5m=written,
+                output=grown["output_tokens"],
+                model=model,
+                change=change,
             )
         )
-        totals, asked = now, None
+        totals, asked, change = now, None, None
     return calls
 
 

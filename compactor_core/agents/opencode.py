@@ -51,7 +51,7 @@ from ..session_files.database import DatabaseStore, Rows, insert
 from ..session_files.keys import key
 from ..session_files.stores import DATABASE, Result, StoredFormat
 from ..session_files.ui_copies import shrink_strings
-from .wire.opencode_parts import as_messages
+from .wire.opencode_parts import as_messages, recorded_usage
 
 _TABLES = frozenset({"session", "message", "part"})
 _IDS = ("id", "sessionID", "messageID")
@@ -153,6 +153,7 @@ class OpenCode(StoredFormat):
     home_default = ".local/share"
     kept_as = DATABASE
     store_type = OpenCodeStore
+    recorded_usage = staticmethod(recorded_usage)  # each reply's tokens (opencode_parts)
 
     def sessions_in(self, path: Path) -> list[str]:
         try:

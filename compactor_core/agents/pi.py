@@ -20,16 +20,18 @@ therefore stays where it is and is sent after the summary).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..conversation.formats import Message
 from ..session_files.base import (
+    COMPACTED,
     AgentFormat,
     Answer,
     Compaction,
     Record,
+    RecordedCall,
     RecordInfo,
     SessionFile,
     ViewMessage,
@@ -38,6 +40,7 @@ from ..session_files.base import (
 from ..session_files.keys import key
 from ..session_files.records import first_record, milliseconds
 from ..session_files.ui_copies import shrink_strings
+from ..session_files.usage import recorded_call, token_count
 
 HEADER = "session"
 COMPACTION = "compaction"
@@ -178,6 +181,32 @@ class Pi(AgentFormat):
             entries.append({**entry, "timestamp": answer.stamp, "message": result})
             parent = own
         return entries
+
+    def recorded_usage(self, records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
+        """Each assistant message's ``usage`` (Anthropic's counting: ``input`` is plain);
+        a ``compaction`` entry changed what the next request sent."""
+        calls, change = [], None
+        for index, record in records:
+            message = record.get("message")
+            if record.get("type") == "compaction":
+                change = COMPACTED
+            if not isinstance(message, dict) or not isinstance(message.get("usage"), dict):
+                continue
+            usage = message["usage"]
+            calls.append(
+                recorded_call(
+                    index,
+                    time=record.get("timestamp"),
+                    model=message.get("model"),
+                    plain=usage.get("input"),
+                    read=usage.get("cacheRead"),
+                    written=usage.get("cacheWrite"),
+                    output=token_count(usage.get("output")),
+                    change=change,
+                )
+            )
+            change = None
+        return calls
 
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         for path in sorted((home / "sessions").glob("*/*.jsonl")):

@@ -27,8 +27,8 @@ COLOURS = {SEED: "tab:red", CHOSEN: "tab:blue"}
 PARTS = (("read from the cache", "tab:green"), ("written", "tab:orange"), ("plain", "0.7"))
 
 
-def render(replay: Replay, label: str, image_format: str) -> bytes:
-    """An SVG or PNG: the cumulative bill above, the chosen policy's requests below."""
+def plotting(image_format: str) -> Any:
+    """matplotlib's pyplot, drawing to files only; a ConfigError where it cannot."""
     if image_format not in FORMATS:
         raise ConfigError(f"--plot: a picture is .svg or .png, not .{image_format}")
     try:
@@ -38,6 +38,20 @@ def render(replay: Replay, label: str, image_format: str) -> bytes:
         from matplotlib import pyplot
     except ImportError:
         raise ConfigError(f"--plot needs matplotlib: {INSTALL}") from None
+    return pyplot
+
+
+def picture(figure: Any, image_format: str) -> bytes:
+    """The figure as the bytes of an image file, the figure closed."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format=image_format)
+    figure.clf()
+    return buffer.getvalue()
+
+
+def render(replay: Replay, label: str, image_format: str) -> bytes:
+    """An SVG or PNG: the cumulative bill above, the chosen policy's requests below."""
+    pyplot = plotting(image_format)
     figure, (bill, requests) = pyplot.subplots(
         2, 1, figsize=(10, 7.5), sharex=True, layout="constrained", height_ratios=(3, 2)
     )
@@ -48,10 +62,9 @@ def render(replay: Replay, label: str, image_format: str) -> bytes:
             panel.axvline(request, color="tab:blue", linestyle=":", linewidth=0.8)
     requests.set_xlabel("request (dotted: a new summary)")
     figure.suptitle(f"{label}: {replay.prices.describe()}", fontsize=11)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format=image_format)
+    data = picture(figure, image_format)
     pyplot.close(figure)
-    return buffer.getvalue()
+    return data
 
 
 def _cumulative(panel: Any, replay: Replay) -> None:

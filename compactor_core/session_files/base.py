@@ -240,6 +240,15 @@ class Problem:
     note: bool = False
 
 
+# The changes to its own prompt that an agent's file shows (``RecordedCall.change``): they break
+# the cached prefix, so the next request writes the cache again.
+COMPACTED = "compaction"  # the agent's own compaction or context clearing
+RESUMED = "resume"  # a resumed session: the context rebuilt
+PROMPT_CHANGED = "prompt changed"  # the system prompt or the tools (another agent version, say)
+THINKING_DROPPED = "thinking dropped"  # a new prompt: the API drops earlier thinking blocks
+CHANGES = (COMPACTED, RESUMED, PROMPT_CHANGED, THINKING_DROPPED)
+
+
 @dataclass(frozen=True, slots=True)
 class RecordedCall:
     """One model request as the agent recorded its usage (``AgentFormat.recorded_usage``).
@@ -256,6 +265,10 @@ class RecordedCall:
     cache_write_1h: int = 0
     model: str | None = None
     side: bool = False  # a subagent's request (Claude Code's sidechain): not the view's
+    output: int = 0  # the reply's tokens (thinking included), as recorded
+    # What the agent itself changed in its prompt since its previous request, where the file
+    # shows it: one of the CHANGES above, or None.
+    change: str | None = None
 
     @property
     def tokens(self) -> int:

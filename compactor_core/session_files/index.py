@@ -127,6 +127,14 @@ class _Before:
     def __len__(self) -> int:
         return self._end
 
+    def __iter__(self) -> Iterator[Any]:
+        return (self._infos[index] for index in range(self._end))
+
+    def __getitem__(self, index: int) -> Any:
+        if not -self._end <= index < self._end:
+            raise IndexError(index)
+        return self._infos[index % self._end]
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._infos, name)
 

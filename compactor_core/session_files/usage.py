@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from .base import AgentFormat, Record, RecordedCall
-from .records import lines, parse_fast
+from .records import lines, milliseconds, parse_fast
 
 
 def recorded_calls(handle: BinaryIO, agent_format: AgentFormat) -> list[RecordedCall]:
@@ -29,3 +29,42 @@ def _records(handle: BinaryIO) -> Iterator[tuple[int, Record]]:
 def token_count(value: Any) -> int:
     """A recorded count of tokens: a positive integer, or 0 for anything else."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def seconds(value: Any) -> float | None:
+    """A recorded time in seconds since the epoch: an ISO timestamp, or JavaScript's epoch
+    milliseconds (a number); None for anything else."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value / 1000
+    stamp = milliseconds(value)
+    return None if stamp is None else stamp / 1000
+
+
+def recorded_call(
+    line: int,
+    *,
+    time: Any,
+    model: Any,
+    plain: Any = 0,
+    prompt: Any = None,
+    read: Any = 0,
+    written: Any = 0,
+    output: int = 0,
+    change: str | None = None,
+) -> RecordedCall:
+    """One request as an agent's record counts it. ``prompt``, where given, is the whole input
+    with what was read from and written to the cache inside it (OpenAI's and Gemini's way of
+    counting); otherwise ``plain`` is the input neither read nor written (Anthropic's way)."""
+    read, written = token_count(read), token_count(written)
+    if prompt is not None:
+        plain = token_count(prompt) - read - written
+    return RecordedCall(
+        line=line,
+        time=seconds(time),
+        input=token_count(plain),
+        cache_read=read,
+        cache_write_5m=written,
+        model=model if isinstance(model, str) else None,
+        output=output,
+        change=change,
+    )
