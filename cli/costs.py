@@ -35,20 +35,31 @@ BY = ("day", "week", "month", "session", "project", "agent", "model")  # report.
 @click.option(
     "--by", type=click.Choice(BY), default="day", show_default=True, help="One row per this."
 )
-@click.option("--since", type=click.DateTime(["%Y-%m-%d"]), help="Only requests from this day on.")
-@click.option("--until", type=click.DateTime(["%Y-%m-%d"]), help="Only requests up to this day.")
+@click.option(
+    "--since",
+    type=click.DateTime(["%Y-%m-%d"]),
+    help="Only requests from this day on [default: the first].",
+)
+@click.option(
+    "--until",
+    type=click.DateTime(["%Y-%m-%d"]),
+    help="Only requests up to this day [default: the last].",
+)
 @click.option(
     "--agent",
     type=click.Choice(AGENTS),
-    help="Only this agent's sessions.",
+    help="Only this agent's sessions [default: every agent's].",
 )
-@click.option("--project", metavar="TEXT", help="Only sessions whose project contains TEXT.")
+@click.option(
+    "--project", metavar="TEXT", help="Only sessions whose project contains TEXT [default: all]."
+)
 @click.option("--misses", is_flag=True, help="Also list each cache miss with its cause and record.")
 @click.option(
     "--prices",
     "prices_file",
     type=click.Path(exists=True, dir_okay=False),
-    help="A price table (prices.json's shape) that overrides and extends the bundled one.",
+    help="A price table (prices.json's shape) that overrides and extends the bundled one "
+    "[default: the bundled one].",
 )
 @click.option(
     "--with-ctxpack/--no-with-ctxpack",
