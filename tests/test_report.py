@@ -24,7 +24,7 @@ from compactor_core.report.collect import SessionPlace, bills_of
 from compactor_core.report.groups import add_up
 from compactor_core.report.ledger import Ledger
 from compactor_core.report.prices import bundled, parse
-from compactor_core.session_files.base import COMPACTED, PROMPT_CHANGED, RecordedCall
+from compactor_core.session_files.base import COMPACTED, PROMPT_CHANGED, RESUMED, RecordedCall
 from compactor_core.settings import Settings
 
 CLAUDE = CORPUS / "originals" / "cc_entire_1284c080__full.jsonl"
@@ -81,6 +81,13 @@ def test_another_model_has_its_own_cache() -> None:
     assert attribute(calls)[1].cause == MODEL_SWITCH
 
 
+def test_a_resume_with_another_model_is_a_model_switch() -> None:
+    """A resume alone keeps the cache (the real Claude Code's resumed requests read it whole:
+    test_report_agents.py); another model cannot read it, whatever else changed."""
+    calls = [call(0, 0, 5000, model="a"), call(10, 0, 5000, model="b", change=RESUMED)]
+    assert attribute(calls)[1].cause == MODEL_SWITCH
+
+
 def test_reading_nothing_while_the_cache_was_alive_means_the_prompt_s_start_changed() -> None:
     assert attribute([call(0, 2000, 3000), call(10, 0, 5000)])[1].cause == PROMPT_CHANGED
 
@@ -125,7 +132,7 @@ def totals(found: SessionBill) -> tuple[int, ...]:
         (MORE / "gemini-cli.jsonl", (7, 7000, 0, 0, 0, 611)),
         (MORE / "qwen-code.jsonl", (7, 7000, 0, 0, 0, 831)),
         (MORE / "pi.jsonl", (7, 7000, 0, 0, 0, 786)),
-        (MORE / "copilot-cli.jsonl", (7, 7000, 0, 0, 0, 871)),
+        (MORE / "copilot-cli.jsonl", (8, 8000, 0, 0, 0, 898)),  # its /compact request too
         (MORE / "cline.messages.json", (6, 6000, 0, 0, 0, 848)),
     ],
 )

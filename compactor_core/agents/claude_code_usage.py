@@ -23,13 +23,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..session_files.base import (
-    CHANGES,
     COMPACTED,
     PROMPT_CHANGED,
     RESUMED,
     THINKING_DROPPED,
     Record,
     RecordedCall,
+    first_change,
 )
 from ..session_files.records import milliseconds
 from ..session_files.usage import token_count
@@ -90,9 +90,7 @@ class _Changes:
                 self.last[key] = value
 
     def _note(self, change: str) -> None:
-        # the first cause wins: a compaction's prompt is new whatever came with it
-        if self.change is None or CHANGES.index(change) < CHANGES.index(self.change):
-            self.change = change
+        self.change = first_change(self.change, change)
 
     def take(self) -> str | None:
         change, self.change = self.change, None

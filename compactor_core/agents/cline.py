@@ -120,8 +120,9 @@ class Cline(StoredFormat):
     store_type = ClineStore
 
     def recorded_usage(self, records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
-        """Each assistant message's ``metrics`` (Anthropic's counting: ``inputTokens`` is plain,
-        the cache's reads and writes apart), at its ``ts``."""
+        """Each assistant message's ``metrics``, at its ``ts``. ``inputTokens`` is the whole
+        input, the cache's reads and writes in it, whatever the provider (Cline's SDK counts as
+        the AI SDK does, and prices the input as ``inputTokens`` less the reads and writes)."""
         return calls_of(records, _usage)
 
     def claims_document(self, value: Any) -> bool:
@@ -313,7 +314,7 @@ def _usage(record: Record) -> dict[str, Any] | None:
     return {
         "time": record.get("ts"),
         "model": model.get("id") if isinstance(model, dict) else None,
-        "plain": metrics.get("inputTokens"),
+        "prompt": metrics.get("inputTokens"),
         "read": metrics.get("cacheReadTokens"),
         "written": metrics.get("cacheWriteTokens"),
         "output": token_count(metrics.get("outputTokens")),

@@ -6,13 +6,16 @@ repeats an event now and then, so a request is an event whose totals grew, and i
 what they grew by: the calls add up to the last totals. The request was sent before the first
 item the model wrote for it (a reply, a reasoning item, a call) since the previous request.
 A ``compacted`` record (Codex's compaction) or another ``session_meta`` (a resumed session)
-since the previous request changed what this one sent. The model is the latest
-``turn_context``'s.
+since the previous request changed what this one sent. A ``compacted`` record that follows a
+request's usage with no item between was that request's own: Codex asked for the summary with
+instructions of its own (another prompt, a miss), so that request is the compaction's too. The
+model is the latest ``turn_context``'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from ..session_files.base import COMPACTED, RESUMED, Record, RecordedCall
@@ -36,17 +39,21 @@ def recorded_usage(records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
     totals = dict.fromkeys(_TOTALS, 0)
     asked: int | None = None  # the first line the model wrote since the last request
     change, started, model = None, False, None
+    summarized = False  # whether the latest request may have been a compaction's summary
     for index, record in records:
         payload = record.get("payload")
         if not isinstance(payload, dict):
             continue
         kind = record.get("type")
+        if kind == "compacted" and summarized and calls[-1].change is None:
+            calls[-1] = replace(calls[-1], change=COMPACTED)
         if kind in _CHANGES and (started or kind != "session_meta"):
             change = change or _CHANGES[kind]
         started = True
+        summarized &= kind != "response_item"
         if kind == "turn_context" and isinstance(payload.get("model"), str):
             model = payload["model"]
-        if record.get("type") == "response_item" and _from_the_model(payload):
+        if kind == "response_item" and _from_the_model(payload):
             asked = index if asked is None else asked
         now = _totals(payload) if record.get("type") == "event_msg" else None
         if now is None or now["input_tokens"] <= totals["input_tokens"]:
@@ -66,7 +73,7 @@ def recorded_usage(records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
                 change=change,
             )
         )
-        totals, asked, change = now, None, None
+        totals, asked, change, summarized = now, None, None, True
     return calls
 
 

@@ -57,7 +57,9 @@ SUMMARY_END = "\n</summary>\n"
 
 
 USAGE = "session.usage_record"  # the event that holds a model request's usage
-_CHANGES = {"session.compaction_complete": COMPACTED, "session.resume": RESUMED}
+_CHANGES = {COMPACTION: COMPACTED, "session.resume": RESUMED}
+# Where each event that holds a model request's usage keeps it.
+_USAGE_KEYS = {USAGE: "usage", COMPACTION: "compactionTokensUsed"}
 
 
 class CopilotCli(AgentFormat):
@@ -214,7 +216,9 @@ class CopilotCli(AgentFormat):
 
     def recorded_usage(self, records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
         """Each ``session.usage_record`` event (OpenAI's counting: ``inputTokens`` holds the
-        cache's reads and writes); a compaction or a resume changed what the next one sent."""
+        cache's reads and writes), and the compaction's own request, which Copilot records
+        only in its ``session.compaction_complete`` (``compactionTokensUsed``); a compaction
+        or a resume changed what the next one sent."""
         return calls_of(records, _usage, lambda record: _CHANGES.get(str(record.get("type"))))
 
     def session_files(self, home: Path) -> Iterator[SessionFile]:
@@ -278,8 +282,10 @@ def _uuid4() -> str:
 
 def _usage(record: Record) -> dict[str, Any] | None:
     data = record.get("data")
-    usage = data.get("usage") if isinstance(data, dict) else None
-    if record.get("type") != USAGE or not isinstance(usage, dict):
+    if not isinstance(data, dict):
+        return None
+    usage = data.get(_USAGE_KEYS.get(str(record.get("type"))) or "")
+    if not isinstance(usage, dict):
         return None
     return {
         "time": record.get("timestamp"),

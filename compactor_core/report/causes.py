@@ -10,10 +10,11 @@ cause that holds:
 1. ``FIRST`` — the first request of its chain (the main thread, or a subagent's);
 2. ``EXPIRED`` — the gap since the previous request is over the cache's lifetime (5 minutes,
    or an hour where the chain's latest writes were 1-hour entries);
-3. the change the agent's file shows before it (``RecordedCall.change``): its own compaction or
+3. ``MODEL_SWITCH`` — another model than the previous request's: each model has its own cache,
+   so the miss is certain whatever else changed (a resume with ``--model`` is a model switch);
+4. the change the agent's file shows before it (``RecordedCall.change``): its own compaction or
    context clearing, a resumed session, a changed system prompt or tools;
-4. ``CTXPACK`` — ctxpack rewrote the session since the previous request (its snapshots' times);
-5. ``MODEL_SWITCH`` — another model than the previous request's (each model has its own cache);
+5. ``CTXPACK`` — ctxpack rewrote the session since the previous request (its snapshots' times);
 6. ``PROMPT_CHANGED`` — nothing at all was read from the cache while the previous request's
    entries were alive: the very start of the prompt (the tools, the system prompt) differs;
 7. ``UNEXPLAINED``.
@@ -95,12 +96,12 @@ def _cause(
 ) -> str:
     if gap is not None and gap > lifetime:
         return EXPIRED
+    if call.model != before.model and None not in (call.model, before.model):
+        return MODEL_SWITCH
     if call.change is not None:
         return call.change
     if _rewritten_between(rewrites, before.time, call.time):
         return CTXPACK
-    if call.model != before.model and None not in (call.model, before.model):
-        return MODEL_SWITCH
     if call.cache_read == 0 and before.tokens > before.input:
         return PROMPT_CHANGED
     return UNEXPLAINED

@@ -249,6 +249,14 @@ THINKING_DROPPED = "thinking dropped"  # a new prompt: the API drops earlier thi
 CHANGES = (COMPACTED, RESUMED, PROMPT_CHANGED, THINKING_DROPPED)
 
 
+def first_change(seen: str | None, more: str | None) -> str | None:
+    """Of two changes seen since a request, the one that explains its miss: the first in
+    ``CHANGES`` (a compaction's prompt is new whatever came with it, a resume's included)."""
+    if seen is None or more is None:
+        return seen or more
+    return min(seen, more, key=CHANGES.index)
+
+
 @dataclass(frozen=True, slots=True)
 class RecordedCall:
     """One model request as the agent recorded its usage (``AgentFormat.recorded_usage``).

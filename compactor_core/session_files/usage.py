@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO
 
-from .base import AgentFormat, Record, RecordedCall
+from .base import AgentFormat, Record, RecordedCall, first_change
 from .records import lines, milliseconds, parse_fast
 
 
@@ -76,13 +76,17 @@ def calls_of(
     change_of: Callable[[Record], str | None] = lambda _record: None,
 ) -> list[RecordedCall]:
     """A call for each record in which ``usage_of`` finds usage (``recorded_call``'s keyword
-    arguments); a record ``change_of`` names a change for changed what the next call sent."""
+    arguments); a record ``change_of`` names a change for changed what the next call sent (of
+    several, the ``first_change``)."""
     calls: list[RecordedCall] = []
     change = None
     for index, record in records:
-        change = change_of(record) or change
+        seen = change_of(record)
+        change = first_change(change, seen)
         usage = usage_of(record)
         if usage is not None:
             calls.append(recorded_call(index, change=change, **usage))
-            change = None
+            # a record that holds a request and names a change (a compaction's own request)
+            # changed what the next request sends too
+            change = seen
     return calls

@@ -35,6 +35,12 @@ class Billing:
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
 
+    def expire(self) -> None:
+        """The providers forget every cached prefix, as when the user is away past the TTL
+        (the server's clock does not move: the bills are computed without time)."""
+        with self._lock:
+            self.anthropic, self.openai = CacheState(), CacheState()
+
     def messages(self, body: dict[str, Any]) -> Usage:
         """A Messages API request, billed by Anthropic's rules at its own breakpoints."""
         blocks = anthropic_blocks(body, placement=None)

@@ -64,11 +64,13 @@ def run_claude(
     *,
     resume: str | None = None,
     session_id: str | None = None,
+    model: str | None = None,
     timeout: float = 120,
     user: tuple[int, int] | None = None,
 ) -> AgentRun:
     """``claude -p PROMPT`` in ``cwd``: a new session (``session_id``), or ``resume`` one;
-    ``user``: as that (uid, gid), whose the home must be."""
+    ``model``: ``--model`` (default: Claude Code's own); ``user``: as that (uid, gid), whose
+    the home must be."""
     home.home.mkdir(parents=True, exist_ok=True)
     home.config.mkdir(parents=True, exist_ok=True)
     command: list[str] = [str(agent_bin("claude")), "-p", "--output-format", "json"]
@@ -77,6 +79,8 @@ def run_claude(
         command += ["--resume", resume]
     elif session_id:
         command += ["--session-id", session_id]
+    if model:
+        command += ["--model", model]
     command.append(prompt)
     env = {
         **_QUIET,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from agents.billing import Billing
 from agents.cline import ClineHome, run_cline
 from agents.copilot import CopilotHome, run_copilot
 from agents.gemini import GeminiHome, run_gemini
@@ -83,11 +84,14 @@ def rounds(agent: str, first: int, count: int, project: Path, workload: Workload
 Runner = Callable[..., AgentRun]
 
 
-def make_session(agent: str, root: Path, workload: Workload) -> Session:
+def make_session(
+    agent: str, root: Path, workload: Workload, billing: Billing | None = None
+) -> Session:
+    """``billing``: the server bills each reply like the provider (``ModelServer.billing``)."""
     project = root / "project"
     prepare_project(project, workload)
     script = Script(compaction_phrase=COMPACTION_PHRASES[agent])
-    with ModelServer(script) as server:
+    with ModelServer(script, billing=billing) as server:
         first_rounds = workload.turns + (workload.turns_after if agent == "cline" else 0)
         script.extend(rounds(agent, 0, first_rounds, project, workload))
         first = _run(agent, root, project, "Request 0: build, test and read the report.", server)
