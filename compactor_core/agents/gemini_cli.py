@@ -30,6 +30,8 @@ from typing import Any
 
 from ..conversation.formats import Message
 from ..session_files.base import (
+    COMPACTED,
+    RESUMED,
     AgentFormat,
     Compaction,
     Record,
@@ -38,6 +40,7 @@ from ..session_files.base import (
     SessionFile,
     ViewMessage,
     by_role,
+    first_change,
 )
 from ..session_files.records import first_record
 from ..session_files.ui_copies import shrink_strings
@@ -162,14 +165,23 @@ class GeminiCli(AgentFormat):
 
     def recorded_usage(self, records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
         """Each reply's ``tokens`` (Gemini's counting: ``input`` holds ``cached``). Gemini CLI
-        writes a reply again as it grows: its last copy counts, at the line of its first."""
+        writes a reply again as it grows: its last copy counts, at the line of its first.
+
+        A header again is a resumed run, which sends the history rebuilt from the file (not
+        byte for byte what was sent: the first call's thought signature is gone); a ``$set``
+        of ``messages`` without one, its own compression."""
         calls: dict[Any, RecordedCall] = {}
+        change = None
         for index, record in records:
+            if calls:
+                change = first_change(change, _change_of(record, change))
             tokens = record.get("tokens")
             if record.get("type") != "gemini" or not isinstance(tokens, dict):
                 continue
             key = record.get("id", index)
-            first = calls[key].line if key in calls else index
+            first, changed = (
+                (calls[key].line, calls[key].change) if key in calls else (index, change)
+            )
             output = token_count(tokens.get("output")) + token_count(tokens.get("thoughts"))
             calls[key] = recorded_call(
                 first,
@@ -178,7 +190,9 @@ class GeminiCli(AgentFormat):
                 prompt=tokens.get("input"),
                 read=tokens.get("cached"),
                 output=output,
+                change=changed,
             )
+            change = None
         return list(calls.values())
 
     def session_files(self, home: Path) -> Iterator[SessionFile]:
@@ -190,6 +204,17 @@ class GeminiCli(AgentFormat):
             yield SessionFile(
                 path, session_id if isinstance(session_id, str) else path.stem, project
             )
+
+
+def _change_of(record: Record, since: str | None) -> str | None:
+    """What a record says changed the next request's prompt, ``since`` what was seen since
+    the previous request (a resume's header comes before its ``$set`` of every message)."""
+    if _is_header(record):
+        return RESUMED
+    patch = record.get(SET)
+    if since is None and isinstance(patch, dict) and isinstance(patch.get("messages"), list):
+        return COMPACTED
+    return None
 
 
 def _is_header(record: Record) -> bool:

@@ -31,7 +31,9 @@ def offers_tools(body: dict[str, Any]) -> bool:
     return any(tool.get("functionDeclarations") for tool in body.get("tools") or ())
 
 
-def response(reply: Reply, model: str, input_tokens: int) -> dict[str, Any]:
+def response(reply: Reply, model: str, input_tokens: int, cached: int = 0) -> dict[str, Any]:
+    """The reply with its usage: ``input_tokens`` in all, ``cached`` of them read from the
+    cache (``cachedContentTokenCount``, only where some were)."""
     parts: list[dict[str, Any]] = []
     if reply.text:
         parts.append({"text": reply.text})
@@ -45,6 +47,7 @@ def response(reply: Reply, model: str, input_tokens: int) -> dict[str, Any]:
             "promptTokenCount": input_tokens,
             "candidatesTokenCount": output,
             "totalTokenCount": input_tokens + output,
+            **({"cachedContentTokenCount": cached} if cached else {}),
         },
         "modelVersion": model,
     }

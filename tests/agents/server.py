@@ -225,7 +225,11 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 self._send(404, "application/json", '{"error": {"message": "not here"}}')
                 return
             reply = _turn_reply(server, gemini_api.offers_tools(body), body)
-            whole = gemini_api.response(reply, model, server.input_tokens(raw))
+            if server.billing is None:
+                whole = gemini_api.response(reply, model, server.input_tokens(raw))
+            else:
+                usage = server.billing.gemini_request(path, body)
+                whole = gemini_api.response(reply, model, usage.tokens, usage.read)
             if method == "streamGenerateContent":
                 self._stream(gemini_api.stream(whole))
             else:
