@@ -290,10 +290,14 @@ _RSS_HELPER = (
 )
 
 
-def peak_rss(command: Command) -> int:
-    """Peak resident set size of one run of ``command``, in bytes."""
+def peak_rss(command: Command, env: dict[str, str] | None = None) -> int:
+    """Peak resident set size of one run of ``command`` (in ``env``, default ``ENV``), in bytes."""
     done = subprocess.run(
-        [PYTHON, "-c", _RSS_HELPER, *command], capture_output=True, text=True, env=ENV, check=True
+        [PYTHON, "-c", _RSS_HELPER, *command],
+        capture_output=True,
+        text=True,
+        env=ENV if env is None else env,
+        check=True,
     )
     status, maxrss = (int(field) for field in done.stdout.split())
     if status != 0:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,7 +88,9 @@ def report(paths: tuple[str, ...], **chosen: Any) -> None:
     if plot and not plot.lower().endswith((".svg", ".png")):
         raise click.UsageError(f"--plot {plot}: the picture's name must end in .svg or .png")
     prices = _prices(chosen.pop("prices_file"))
-    bills = _bills(paths, chosen)
+    bills: Iterable[SessionBill] = _bills(paths, chosen)
+    if chosen["misses"] or plot:
+        bills = list(bills)  # read again after the totals; otherwise streamed, memory flat
     zone = datetime.now().astimezone().tzinfo
     keep = _filter(chosen, zone)
     total, groups = add_up(bills, chosen["by"], prices, zone, keep)
@@ -112,7 +114,8 @@ def _prices(path: str | None):  # -> PriceTable
         return parse(file.read(), io.label(path), table)
 
 
-def _bills(paths: tuple[str, ...], chosen: dict[str, Any]) -> list[SessionBill]:
+def _bills(paths: tuple[str, ...], chosen: dict[str, Any]) -> Iterator[SessionBill]:
+    """Each session's bill as it is read (or taken from the kept ones), one at a time."""
     from compactor_core.report.bill import SessionBill
     from compactor_core.report.collect import collect
     from compactor_core.report.ledger import Ledger
@@ -122,16 +125,14 @@ def _bills(paths: tuple[str, ...], chosen: dict[str, Any]) -> list[SessionBill]:
     places = list(_places(paths, chosen["agent"]))
     state = user_store(os.environ.get("XDG_STATE_HOME"), os.environ.get("HOME")) / "report"
     settings = Settings(threshold=chosen["threshold"])
-    bills: list[SessionBill] = []
     with Ledger(state) as ledger, _progress(places) as advance:
         for found in collect(
             places, ledger, settings, _rewrites(), chosen["with_ctxpack"], advance
         ):
             if isinstance(found, SessionBill):
-                bills.append(found)
+                yield found
             else:
                 io.warn(f"{io.label(found.path)}: not in the report: {found.reason}")
-    return bills
 
 
 def _places(paths: tuple[str, ...], agent: str | None) -> Iterator[SessionPlace]:

@@ -39,7 +39,8 @@ class Total:
     unknown_models: set[str] = field(default_factory=set)
     sessions: set[str] = field(default_factory=set)
 
-    def add(self, request: Request, bill: SessionBill, prices: PriceTable) -> None:
+    def add(self, request: Request, bill: SessionBill, priced: Priced | None) -> None:
+        """Add a request and its cost (``price``; None: its model has no price)."""
         self.requests += 1
         self.input += request.input
         self.cache_read += request.cache_read
@@ -47,25 +48,17 @@ class Total:
         self.cache_write_1h += request.cache_write_1h
         self.output += request.output
         self.sessions.add(bill.session_id)
-        fresh = request.new + request.missed
         if request.cause is not None:
             self.causes[request.cause] += request.missed
         self.causes[NEW_TURNS] += request.new
-        price = prices.of(request.model)
-        if price is None:
+        if priced is None:
             self.unknown_models.add(request.model or "(no model)")
             return
-        tokens = request.tokens()
-        output = price.output * request.output * 1e-6
-        cost = price.cost(tokens)
-        self.cost += cost
-        share = 1.0 if bill.with_ctxpack is None else bill.with_ctxpack
-        self.with_ctxpack += output + (cost - output) * share
-        if fresh:
-            fresh_cost = _fresh_cost(request, price)
-            if request.cause is not None:
-                self.causes_cost[request.cause] += fresh_cost * request.missed / fresh
-            self.causes_cost[NEW_TURNS] += fresh_cost * request.new / fresh
+        self.cost += priced.cost
+        self.with_ctxpack += priced.with_ctxpack
+        if request.cause is not None:
+            self.causes_cost[request.cause] += priced.missed
+        self.causes_cost[NEW_TURNS] += priced.new
 
     def as_json(self) -> dict:
         return {
@@ -85,6 +78,35 @@ class Total:
             "with_ctxpack": round(self.with_ctxpack, 4),
             "unknown_models": sorted(self.unknown_models),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Priced:
+    """What one request cost: in all, with ctxpack, and of its fresh tokens the new turns'
+    and the miss's."""
+
+    cost: float
+    with_ctxpack: float
+    new: float
+    missed: float
+
+
+def price(request: Request, bill: SessionBill, prices: PriceTable) -> Priced | None:
+    """A request's cost at its model's price (None: its model has none)."""
+    model_price = prices.of(request.model)
+    if model_price is None:
+        return None
+    output = model_price.output * request.output * 1e-6
+    cost = model_price.cost(request.tokens())
+    share = 1.0 if bill.with_ctxpack is None else bill.with_ctxpack
+    fresh = request.new + request.missed
+    fresh_cost = _fresh_cost(request, model_price) / fresh if fresh else 0.0
+    return Priced(
+        cost,
+        output + (cost - output) * share,
+        fresh_cost * request.new,
+        fresh_cost * request.missed,
+    )
 
 
 def _fresh_cost(request: Request, price: ModelPrice) -> float:
@@ -110,8 +132,9 @@ def add_up(
                 continue
             key = key_of(request, bill, zone)
             group = groups.setdefault(key, Total(key))
-            group.add(request, bill, prices)
-            total.add(request, bill, prices)
+            priced = price(request, bill, prices)
+            group.add(request, bill, priced)
+            total.add(request, bill, priced)
     return total, [groups[key] for key in sorted(groups)]
 
 

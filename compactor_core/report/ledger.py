@@ -16,7 +16,7 @@ from pathlib import Path
 from ..disk.private_dir import PrivateDir
 from .bill import SessionBill
 
-VERSION = 1
+VERSION = 2
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS bills (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER,"
     " version INTEGER, bills TEXT)"

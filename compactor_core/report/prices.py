@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from functools import cache
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -41,15 +40,22 @@ class ModelPrice:
 class PriceTable:
     as_of: str
     prices: tuple[ModelPrice, ...]
+    # each model's price once found: a report asks for it at every request
+    _found: dict[str, ModelPrice | None] = field(
+        default_factory=dict, compare=False, hash=False, repr=False
+    )
 
     def of(self, model: str | None) -> ModelPrice | None:
         """The price of ``model``'s tokens, or None when no entry prices that model."""
-        return None if model is None else _price_of(self, model)
+        if model is None:
+            return None
+        if model not in self._found:
+            self._found[model] = _price_of(self.prices, model)
+        return self._found[model]
 
 
-@cache
-def _price_of(table: PriceTable, model: str) -> ModelPrice | None:
-    for price in table.prices:
+def _price_of(prices: tuple[ModelPrice, ...], model: str) -> ModelPrice | None:
+    for price in prices:
         if re.search(re.escape(price.model) + r"(?![.\d])(?!-\d{1,3}(?!\d))", model):
             return price
     return None
