@@ -134,6 +134,7 @@ Shell completion (add the line to your shell's start-up file):
         "check": "cli.agents:check",
         "replay": "cli.replay:replay",
         "rescue": "cli.rescue:rescue",
+        "run": "cli.wrap:run",
         "restore": "cli.restore:restore",
         "serve": "cli.serve:serve",
         "sessions": "cli.agents:sessions",

@@ -71,7 +71,10 @@ _EXPORTS = {
     },
     "breakdown": ("compaction.estimate", "breakdown"),
     "estimate_tokens": ("compaction.estimate", "estimate"),
-    **{name: ("conversation.formats", name) for name in ("Conversation", "Message", "dump", "parse")},
+    **{
+        name: ("conversation.formats", name)
+        for name in ("Conversation", "Message", "dump", "parse")
+    },
     **{name: ("library", name) for name in ("CompactionWarning", "compact", "compact_file")},
     **{name: ("compaction.outcome", name) for name in ("Outcome", "Report")},
     **{name: ("compaction.pipeline", name) for name in ("Context", "run")},
