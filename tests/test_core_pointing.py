@@ -26,8 +26,12 @@ def test_claude_code_goes_where_its_variable_says_else_its_settings_else_anthrop
         {"ANTHROPIC_BASE_URL": f"{PROXY}/anth"},  # the path stays the agent's
     )
     given = {"ANTHROPIC_BASE_URL": "http://10.0.0.1:9000"}
+    assert pointing("claude", given, tmp_path).upstream == "https://gw.example"  # settings win
+    settings.write_text("{}")
     assert pointing("claude", given, tmp_path).upstream == "http://10.0.0.1:9000"
-    assert pointing("claude", given, tmp_path).arguments(PROXY) == []
+    # the settings' env would win over the variable; --settings wins over both
+    settings_flag = '{"env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:4321"}}'
+    assert pointing("claude", given, tmp_path).arguments(PROXY) == ["--settings", settings_flag]
 
 
 def test_codex_keeps_its_own_provider_at_the_proxy_without_websockets(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ of one, no process is left whose working folder is the run's.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -93,6 +94,24 @@ def test_the_agents_requests_go_through_serve(agent: str, tmp_path: Path) -> Non
     assert served == asked  # every request the model got came through serve, in order
     assert "notes.txt" in str(server.model_requests[-1].body)  # the tool ran, its result sent
     assert processes_in(tmp_path) == []
+
+
+def test_claude_code_goes_where_its_settings_say_through_serve(tmp_path: Path) -> None:
+    """An address in ``settings.json``'s ``env`` wins over the variable: serve forwards there,
+    and Claude Code still sends its requests to serve."""
+    home = ClaudeHome(tmp_path)
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    with ModelServer(Script()) as server:
+        home.config.mkdir(parents=True)
+        (home.config / "settings.json").write_text(
+            json.dumps({"env": {"ANTHROPIC_BASE_URL": server.url}})
+        )
+        with ModelServer(Script()) as elsewhere:  # what the variable says: never asked
+            run_claude(home, cwd, "say hello", elsewhere, wrapper=[CTXPACK, "run"]).check()
+            assert elsewhere.requests == []
+        asked = [request.path for request in server.model_requests]
+    assert SERVED.findall(serve_log(tmp_path)) == asked != []
 
 
 def test_codex_with_openais_own_provider_goes_through_a_stand_in_without_websockets(

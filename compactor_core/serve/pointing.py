@@ -3,8 +3,8 @@
 
 Each agent reads its model's address in its own way (measured with the real agents):
 
-- Claude Code: ``ANTHROPIC_BASE_URL`` (also from the ``env`` table of its ``settings.json``);
-  the default is Anthropic's API.
+- Claude Code: ``ANTHROPIC_BASE_URL``, which the ``env`` table of its ``settings.json`` overrides
+  when it sets it; ``--settings`` overrides both. The default is Anthropic's API.
 - Codex: its model provider. A provider of the user's own (``model_provider`` naming a table of
   ``model_providers`` in ``config.toml``) gets its ``base_url`` replaced with ``-c`` overrides;
   the built-in OpenAI provider cannot be changed so, and is replaced by a provider of the same
@@ -68,6 +68,9 @@ class Pointing:
 
     def arguments(self, proxy: str) -> list[str]:
         """The arguments, before the user's own, that send the agent to ``proxy``."""
+        if self.agent == "claude":
+            settings = {"env": {self.variable: self.proxied(proxy)}}
+            return ["--settings", json.dumps(settings)]
         if self.agent != "codex":
             return []
         if self.codex_provider:
@@ -119,7 +122,7 @@ def _claude(environ: Mapping[str, str], home: Path) -> Pointing:
     variable = "ANTHROPIC_BASE_URL"
     settings = _json_file(claude_settings_path(environ, home))
     from_settings = settings.get("env", {}).get(variable) if isinstance(settings, dict) else None
-    base_url = environ.get(variable) or from_settings or ANTHROPIC_API
+    base_url = from_settings or environ.get(variable) or ANTHROPIC_API  # as Claude Code ranks them
     return Pointing("claude", base_url, variable)
 
 
