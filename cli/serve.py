@@ -72,12 +72,14 @@ proxy_options = options.bundle(
 
 
 @click.command(
+    cls=options.RawArgsCommand,
     epilog=options.epilog(
         "ctxpack serve --upstream https://api.anthropic.com  # ANTHROPIC_BASE_URL=http://127.0.0.1:8765",
         "ctxpack serve --upstream https://api.openai.com --port 8766  # OPENAI_BASE_URL=…:8766/v1",
         "ctxpack serve --port 0 --upstream https://api.openai.com  # prints the address it got",
         "ctxpack serve --upstream https://api.anthropic.com --provider anthropic --threshold 80000",
-    )
+        "ctxpack serve --install --upstream https://api.anthropic.com  # at every log-in",
+    ),
 )
 @click.option(
     "--upstream",
@@ -99,11 +101,18 @@ proxy_options = options.bundle(
     show_default=True,
     help="Address to listen on (0.0.0.0: every interface, reachable from other machines).",
 )
+@click.option(
+    "--install",
+    is_flag=True,
+    help="Install this command, without --install, as a service started at log-in (a systemd "
+    "user unit; a launchd agent on macOS), and say how to start it.",
+)
 @proxy_options
 def serve(
     upstream: str,
     port: int,
     host: str,
+    install: bool,
     max_concurrency: int,
     max_body: int,
     upstream_timeout: float,
@@ -122,8 +131,12 @@ def serve(
     from compactor_core.serve.compaction import Compactor
     from compactor_core.serve.proxy import Proxy, ProxySettings
 
-    uvicorn = _uvicorn()
     upstream = _checked_upstream(upstream)
+    if install:
+        from .service import install_service
+
+        return install_service([a for a in options.raw_args() if a != "--install"])
+    uvicorn = _uvicorn()
     resolver = resolve.resolver(given)
     settings = resolve.settings(given, resolver, summarizing=True)
     summarizer = _summarizer(resolver.provider(), Path(resolver.state_folder))
