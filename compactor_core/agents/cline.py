@@ -43,7 +43,7 @@ from ..session_files.base import (
 )
 from ..session_files.json_document import read_document
 from ..session_files.stores import DOCUMENT, Result, SessionStore, StoredFormat
-from ..session_files.usage import recorded_call, token_count
+from ..session_files.usage import calls_of, token_count
 
 if TYPE_CHECKING:
     from ..settings import SessionRules
@@ -122,24 +122,7 @@ class Cline(StoredFormat):
     def recorded_usage(self, records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
         """Each assistant message's ``metrics`` (Anthropic's counting: ``inputTokens`` is plain,
         the cache's reads and writes apart), at its ``ts``."""
-        calls = []
-        for index, record in records:
-            metrics = record.get("metrics")
-            if record.get("role") != "assistant" or not isinstance(metrics, dict):
-                continue
-            model = record.get("modelInfo")
-            calls.append(
-                recorded_call(
-                    index,
-                    time=record.get("ts"),
-                    model=model.get("id") if isinstance(model, dict) else None,
-                    plain=metrics.get("inputTokens"),
-                    read=metrics.get("cacheReadTokens"),
-                    written=metrics.get("cacheWriteTokens"),
-                    output=token_count(metrics.get("outputTokens")),
-                )
-            )
-        return calls
+        return calls_of(records, _usage)
 
     def claims_document(self, value: Any) -> bool:
         return (
@@ -321,3 +304,17 @@ def _alive_cline(pid: int, proc: Path) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z" and b"cline" in command.lower()
+
+
+def _usage(record: Record) -> dict[str, Any] | None:
+    metrics, model = record.get("metrics"), record.get("modelInfo")
+    if record.get("role") != "assistant" or not isinstance(metrics, dict):
+        return None
+    return {
+        "time": record.get("ts"),
+        "model": model.get("id") if isinstance(model, dict) else None,
+        "plain": metrics.get("inputTokens"),
+        "read": metrics.get("cacheReadTokens"),
+        "written": metrics.get("cacheWriteTokens"),
+        "output": token_count(metrics.get("outputTokens")),
+    }

@@ -41,7 +41,7 @@ from ..session_files.base import (
     ViewMessage,
 )
 from ..session_files.ui_copies import shrink_strings
-from ..session_files.usage import recorded_call, token_count
+from ..session_files.usage import calls_of, token_count
 
 SYSTEM = "system.message"
 USER = "user.message"
@@ -215,27 +215,7 @@ class CopilotCli(AgentFormat):
     def recorded_usage(self, records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
         """Each ``session.usage_record`` event (OpenAI's counting: ``inputTokens`` holds the
         cache's reads and writes); a compaction or a resume changed what the next one sent."""
-        calls, change = [], None
-        for index, record in records:
-            data = record.get("data")
-            change = _CHANGES.get(record.get("type"), change)
-            usage = data.get("usage") if isinstance(data, dict) else None
-            if record.get("type") != USAGE or not isinstance(usage, dict):
-                continue
-            calls.append(
-                recorded_call(
-                    index,
-                    time=record.get("timestamp"),
-                    model=usage.get("model"),
-                    prompt=usage.get("inputTokens"),
-                    read=usage.get("cacheReadTokens"),
-                    written=usage.get("cacheWriteTokens"),
-                    output=token_count(usage.get("outputTokens")),
-                    change=change,
-                )
-            )
-            change = None
-        return calls
+        return calls_of(records, _usage, lambda record: _CHANGES.get(str(record.get("type"))))
 
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         for path in sorted((home / "session-state").glob("*/events.jsonl")):
@@ -294,3 +274,18 @@ def _uuid4() -> str:
     import uuid
 
     return str(uuid.uuid4())
+
+
+def _usage(record: Record) -> dict[str, Any] | None:
+    data = record.get("data")
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if record.get("type") != USAGE or not isinstance(usage, dict):
+        return None
+    return {
+        "time": record.get("timestamp"),
+        "model": usage.get("model"),
+        "prompt": usage.get("inputTokens"),
+        "read": usage.get("cacheReadTokens"),
+        "written": usage.get("cacheWriteTokens"),
+        "output": token_count(usage.get("outputTokens")),
+    }

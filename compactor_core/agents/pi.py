@@ -40,7 +40,7 @@ from ..session_files.base import (
 from ..session_files.keys import key
 from ..session_files.records import first_record, milliseconds
 from ..session_files.ui_copies import shrink_strings
-from ..session_files.usage import recorded_call, token_count
+from ..session_files.usage import calls_of, token_count
 
 HEADER = "session"
 COMPACTION = "compaction"
@@ -185,28 +185,7 @@ class Pi(AgentFormat):
     def recorded_usage(self, records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
         """Each assistant message's ``usage`` (Anthropic's counting: ``input`` is plain);
         a ``compaction`` entry changed what the next request sent."""
-        calls, change = [], None
-        for index, record in records:
-            message = record.get("message")
-            if record.get("type") == "compaction":
-                change = COMPACTED
-            if not isinstance(message, dict) or not isinstance(message.get("usage"), dict):
-                continue
-            usage = message["usage"]
-            calls.append(
-                recorded_call(
-                    index,
-                    time=record.get("timestamp"),
-                    model=message.get("model"),
-                    plain=usage.get("input"),
-                    read=usage.get("cacheRead"),
-                    written=usage.get("cacheWrite"),
-                    output=token_count(usage.get("output")),
-                    change=change,
-                )
-            )
-            change = None
-        return calls
+        return calls_of(records, _usage, lambda record: _CHANGES.get(str(record.get("type"))))
 
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         for path in sorted((home / "sessions").glob("*/*.jsonl")):
@@ -324,3 +303,21 @@ def _new_id(compaction: Compaction) -> str:
         candidate = uuid.uuid4().hex[:8]
         if key(candidate) not in taken:
             return candidate
+
+
+_CHANGES = {"compaction": COMPACTED}
+
+
+def _usage(record: Record) -> dict[str, Any] | None:
+    message = record.get("message")
+    if not isinstance(message, dict) or not isinstance(message.get("usage"), dict):
+        return None
+    usage = message["usage"]
+    return {
+        "time": record.get("timestamp"),
+        "model": message.get("model"),
+        "plain": usage.get("input"),
+        "read": usage.get("cacheRead"),
+        "written": usage.get("cacheWrite"),
+        "output": token_count(usage.get("output")),
+    }

@@ -40,7 +40,7 @@ from ..session_files.base import (
 )
 from ..session_files.records import first_record
 from ..session_files.ui_copies import shrink_strings
-from ..session_files.usage import recorded_call, token_count
+from ..session_files.usage import calls_of, token_count
 from .wire import gemini_parts
 from .wire.gemini_parts import ACKNOWLEDGEMENT
 
@@ -183,24 +183,7 @@ class QwenCode(AgentFormat):
     def recorded_usage(self, records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
         """Each ``qwen-code.api_response`` event of a ``ui_telemetry`` record (OpenAI's
         counting: the input holds what was cached)."""
-        calls = []
-        for index, record in records:
-            payload = record.get("systemPayload")
-            event = payload.get("uiEvent") if isinstance(payload, dict) else None
-            if not isinstance(event, dict) or event.get("event.name") != API_RESPONSE:
-                continue
-            output = token_count(event.get("output_token_count"))
-            calls.append(
-                recorded_call(
-                    index,
-                    time=record.get("timestamp"),
-                    model=event.get("model"),
-                    prompt=event.get("input_token_count"),
-                    read=event.get("cached_content_token_count"),
-                    output=output + token_count(event.get("thoughts_token_count")),
-                )
-            )
-        return calls
+        return calls_of(records, _usage)
 
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         for path in sorted((home / "projects").glob("*/chats/*.jsonl")):
@@ -298,3 +281,18 @@ def _uuid4() -> str:
 def _response_id(part: Any) -> Any:
     response = part.get("functionResponse") if isinstance(part, dict) else None
     return response.get("id") if isinstance(response, dict) else None
+
+
+def _usage(record: Record) -> dict[str, Any] | None:
+    payload = record.get("systemPayload")
+    event = payload.get("uiEvent") if isinstance(payload, dict) else None
+    if not isinstance(event, dict) or event.get("event.name") != API_RESPONSE:
+        return None
+    thoughts = token_count(event.get("thoughts_token_count"))
+    return {
+        "time": record.get("timestamp"),
+        "model": event.get("model"),
+        "prompt": event.get("input_token_count"),
+        "read": event.get("cached_content_token_count"),
+        "output": token_count(event.get("output_token_count")) + thoughts,
+    }

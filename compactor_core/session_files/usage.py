@@ -7,7 +7,7 @@ for it, as a stream, one record at a time. ``replay`` turns the calls into its r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO
 
 from .base import AgentFormat, Record, RecordedCall
@@ -68,3 +68,21 @@ def recorded_call(
         output=output,
         change=change,
     )
+
+
+def calls_of(
+    records: Iterable[tuple[int, Record]],
+    usage_of: Callable[[Record], dict[str, Any] | None],
+    change_of: Callable[[Record], str | None] = lambda _record: None,
+) -> list[RecordedCall]:
+    """A call for each record in which ``usage_of`` finds usage (``recorded_call``'s keyword
+    arguments); a record ``change_of`` names a change for changed what the next call sent."""
+    calls: list[RecordedCall] = []
+    change = None
+    for index, record in records:
+        change = change_of(record) or change
+        usage = usage_of(record)
+        if usage is not None:
+            calls.append(recorded_call(index, change=change, **usage))
+            change = None
+    return calls

@@ -18,7 +18,7 @@ from typing import Any
 from ...compaction.micro import is_marker
 from ...conversation.formats import Message
 from ...session_files.base import COMPACTED, Record, RecordedCall
-from ...session_files.usage import recorded_call, token_count
+from ...session_files.usage import calls_of, token_count
 
 COMPACTION_TEXT = "What did we do so far?"
 CLEARED = "[Old tool result content cleared]"
@@ -118,30 +118,31 @@ def _result(part: dict[str, Any]) -> dict[str, Any]:
 def recorded_usage(records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
     """Each assistant message's ``tokens`` (the AI SDK's counting: ``input`` is plain, the
     cache's reads and writes apart); a ``compaction`` part changed what the next request sent."""
-    calls, change = [], None
-    for index, record in records:
-        info, parts = record.get("info"), record.get("parts")
-        if isinstance(parts, list) and any(_is_compaction(part) for part in parts):
-            change = COMPACTED
-        tokens = info.get("tokens") if isinstance(info, dict) else None
-        if not isinstance(tokens, dict) or info.get("role") != "assistant":
-            continue
-        cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
-        time = info.get("time")
-        calls.append(
-            recorded_call(
-                index,
-                time=time.get("created") if isinstance(time, dict) else None,
-                model=info.get("modelID"),
-                plain=tokens.get("input"),
-                read=cache.get("read"),
-                written=cache.get("write"),
-                output=token_count(tokens.get("output")) + token_count(tokens.get("reasoning")),
-                change=change,
-            )
-        )
-        change = None
-    return calls
+    return calls_of(records, _usage, _change)
+
+
+def _usage(record: Record) -> dict[str, Any] | None:
+    info = record.get("info")
+    if not isinstance(info, dict) or info.get("role") != "assistant":
+        return None
+    tokens, time = info.get("tokens"), info.get("time")
+    if not isinstance(tokens, dict):
+        return None
+    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    return {
+        "time": time.get("created") if isinstance(time, dict) else None,
+        "model": info.get("modelID"),
+        "plain": tokens.get("input"),
+        "read": cache.get("read"),
+        "written": cache.get("write"),
+        "output": token_count(tokens.get("output")) + token_count(tokens.get("reasoning")),
+    }
+
+
+def _change(record: Record) -> str | None:
+    parts = record.get("parts")
+    compacted = isinstance(parts, list) and any(_is_compaction(part) for part in parts)
+    return COMPACTED if compacted else None
 
 
 def _is_compaction(part: Any) -> bool:
