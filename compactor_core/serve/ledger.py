@@ -20,7 +20,7 @@ import hashlib
 import operator
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..conversation.formats import dumps
@@ -38,6 +38,7 @@ class Reuse:
     stable: bool  # it begins with the whole of the request forwarded before it
     sent_prefix: int  # messages of the caller's history that the previous one held
     forwarded_prefix: int  # messages at the start of the forwarded history the cache can read
+    conversation: str = ""  # names the conversation: its header's and first message's print
 
 
 NEW = Reuse(previous=False, stable=True, sent_prefix=0, forwarded_prefix=0)
@@ -65,7 +66,7 @@ class Ledger:
         with self._lock:
             reuse = self._reuse(sent_chain, forwarded_chain, now)
             self._remember(sent_chain[-DIGEST:], _Entry(now, forwarded_chain))
-        return reuse
+        return replace(reuse, conversation=sent_chain[DIGEST : 2 * DIGEST].hex()[:12])
 
     def _reuse(self, sent_chain: bytes, forwarded_chain: bytes, now: float) -> Reuse:
         for count in range(len(sent_chain) // DIGEST - 1, 0, -1):  # the longest history first
