@@ -103,10 +103,19 @@ def chain(header: Any, messages: list[Any], texts: dict[int, bytes] | None = Non
     for message in messages:
         text = texts.get(id(message))
         if text is None:
-            text = texts[id(message)] = _text(message)
+            text = texts[id(message)] = _text(_as_blocks(message))
         digest = hashlib.blake2b(digest + text, digest_size=DIGEST).digest()
         parts.append(digest)
     return b"".join(parts)
+
+
+def _as_blocks(message: Any) -> Any:
+    """A message whose content is a string as the same text in one text block: the API reads
+    both alike, and a caller may send one the first time and the other the next (Claude Code
+    does), so they are one prefix."""
+    if isinstance(message, dict) and isinstance(message.get("content"), str):
+        return {**message, "content": [{"type": "text", "text": message["content"]}]}
+    return message
 
 
 def _text(value: Any) -> bytes:
