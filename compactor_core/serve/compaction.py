@@ -25,6 +25,7 @@ from ..conversation.formats import Conversation, Message, dumps, load_value
 from ..conversation.tools import blocks, is_block, tool_calls, tool_result_ids
 from ..errors import CtxpackError
 from ..settings import Job, Settings
+from .breakpoints import with_prefix_breakpoint
 from .ledger import NEW, Ledger, Reuse
 from .wire import Wire
 
@@ -97,6 +98,8 @@ class Compactor:
             if after is not outcome.conversation.messages:
                 tokens_out = measure(conversation.with_messages(after), self.settings)
         reuse = self.ledger.record(wire.header(body), before, after, self.clock())
+        if outcome.changed and wire.reads_cache_at_breakpoints and not reuse.stable:
+            after = with_prefix_breakpoint(body, after, reuse.forwarded_prefix)
         report = Report(
             COMPACTED if outcome.changed else UNCHANGED,
             tokens_in=tokens_in,

@@ -40,10 +40,15 @@ from .guard import printable, refusal, target_path
 from .memory import give_back_memory
 from .stats import Stats, billed
 from .summaries import KeptSummarizer
+from .usage import UsageReader
 from .wire import Wire, wire_for
 
 if TYPE_CHECKING:
-    import httpx  # imported where it is used: importing it imports its CLI's click
+    import httpx
+
+    from ..replay.cache_rules import (
+        Usage,  # imported where it is used: importing it imports its CLI's click
+    )
 
 Scope = MutableMapping[str, Any]
 Event = MutableMapping[str, Any]
@@ -105,6 +110,8 @@ class _Done:
     report: Report | None = None
     upstream_failed: bool = False  # answered here with 502 or 504
     size: int = 0  # of the body, as far as it was read before it went upstream
+    usage: Usage | None = None  # what the upstream's reply says it billed
+    measured: str = ""  # the bill next to its untouched estimate, for the log line
 
 
 class Proxy:
@@ -243,12 +250,15 @@ class Proxy:
             return
         done.status = response.status_code
         done.note = "" if wire else "passed through"
+        streamed = response.headers.get("content-type", "").startswith("text/event-stream")
+        reader = UsageReader(streamed) if wire is not None else None
         try:
-            await _relay(response, receive, send)
+            await _relay(response, receive, send, reader)
         except httpx.HTTPError as error:
             raise UpstreamFailed(_cause(error)) from None
         finally:
             await response.aclose()
+        done.usage = reader.usage() if reader is not None else None
 
     async def _compacted(self, wire: Wire, data: bytes) -> tuple[bytes, Report]:
         if data.count(b'"role"') > self.settings.max_messages:  # parsed, it could take gigabytes
@@ -286,6 +296,8 @@ class Proxy:
         report = done.report
         if report.outcome == AS_IS:
             stats.as_is += 1
+            if done.usage is not None:
+                done.measured = self.stats.measure(report, done.usage)
             return
         if report.outcome == COMPACTED:
             stats.compacted += 1
@@ -298,6 +310,8 @@ class Proxy:
             stats.cache_breaks += not report.reuse.stable
         stats.billed_in += billed(report.cached_in, report.tokens_in, report.pricing)
         stats.billed_out += billed(report.cached_out, report.tokens_out, report.pricing)
+        if done.usage is not None:
+            done.measured = self.stats.measure(report, done.usage)
 
 
 # --- the caller's side -------------------------------------------------------------------------
@@ -397,15 +411,18 @@ async def _reply(send: Send, status: int, payload: dict[str, Any]) -> None:
 # --- the upstream's side -----------------------------------------------------------------------
 
 
-async def _relay(response: httpx.Response, receive: Receive, send: Send) -> None:
-    """The upstream's reply to the caller, as it arrives; ClientGone if the caller leaves first."""
+async def _relay(
+    response: httpx.Response, receive: Receive, send: Send, reader: UsageReader | None
+) -> None:
+    """The upstream's reply to the caller, as it arrives; ClientGone if the caller leaves first.
+    ``reader`` sees each chunk as it goes."""
     headers = [
         (name, value)
         for name, value in response.headers.raw
         if name.lower() not in HOP_BY_HOP | _named_by_connection(response.headers.raw)
     ]
     await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
-    relay = asyncio.ensure_future(_body(response, send))
+    relay = asyncio.ensure_future(_body(response, send, reader))
     gone = asyncio.ensure_future(_disconnect(receive))
     try:
         await asyncio.wait({relay, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -418,9 +435,11 @@ async def _relay(response: httpx.Response, receive: Receive, send: Send) -> None
     raise ClientGone
 
 
-async def _body(response: httpx.Response, send: Send) -> None:
+async def _body(response: httpx.Response, send: Send, reader: UsageReader | None) -> None:
     async for chunk in response.aiter_raw():
         await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        if reader is not None:
+            reader.feed(chunk)
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
@@ -443,6 +462,8 @@ def _one_line(error: BaseException) -> str:
 def _line(method: str, path: str, done: _Done, seconds: float) -> str:
     """E.g. ``POST /v1/messages 200: tokens 48213 -> 12004, 14 results truncated, 0.84s``."""
     parts = [_report_text(done.report)] if done.report is not None else []
+    if done.measured:
+        parts.append(done.measured)
     if done.note:
         parts.append(done.note)
     parts.append(f"{seconds:.2f}s")
