@@ -112,7 +112,6 @@ def serve(
     and key; the reply streams back unchanged. Everything else passes through untouched. One
     line per request on stderr; figures at /ctxpack/stats. Needs ctxpack[serve].
     """
-    from compactor_core.compaction.pipeline import Context
     from compactor_core.serve.compaction import Compactor
     from compactor_core.serve.proxy import Proxy, ProxySettings
 
@@ -124,7 +123,7 @@ def serve(
     limits = ProxySettings(
         upstream, max_body=max_body, max_concurrency=max_concurrency, timeout=upstream_timeout
     )
-    app = Proxy(limits, Compactor(settings, Context(summarizer)), io.warn, summarizer)
+    app = Proxy(limits, Compactor(settings, summarizer), io.warn, summarizer)
     listening = _listen(host, port)
     address = _address(listening)
     io.write_stdout(f"{address}\n".encode())

@@ -44,7 +44,7 @@ from ..session_files.json_document import read_document
 from ..session_files.stores import DOCUMENT, Result, SessionStore, StoredFormat
 
 if TYPE_CHECKING:
-    from ..settings import SessionRules
+    from ..settings import RunSettings
 
 MESSAGES = "messages"
 RESULTS = "results"
@@ -77,7 +77,7 @@ class ClineStore(SessionStore):
     def original(self) -> Iterator[bytes]:
         yield self.data
 
-    def busy(self, rules: SessionRules) -> str | None:
+    def busy(self, rules: RunSettings) -> str | None:
         """Cline's own word: ``<id>.json`` says a live process of its has the session (a word
         ``--force`` overrides: it may be stale)."""
         if self.path is None or rules.force:

@@ -17,12 +17,12 @@ from typing import Any
 
 from ..compaction.cache_apply import Heads, compact_stably
 from ..compaction.cache_plan import Timing, request_points
-from ..compaction.pipeline import Context, default_provider, run
+from ..compaction.pipeline import default_provider, run
 from ..compaction.tokenizers import counter
 from ..defaults import CACHE_AWARE, EVERY_TURN
 from ..ends.formats import Conversation, Message
 from ..providers.base import Summarizer
-from ..settings import Job, Settings
+from ..settings import RunSettings, Settings
 from .pricing import Bill, Meter, Pricing
 
 KEEPS = "keeps"  # an agent loop that keeps ctxpack's output and appends to it
@@ -131,7 +131,7 @@ def _requests(
         else:
             envelope = None if recording.system is None else {"system": recording.system}
             conversation = Conversation(history, "envelope" if envelope else "array", envelope)
-            outcome = run(Job("auto", settings), conversation, Context(provider))
+            outcome = run(RunSettings("auto", settings), conversation, provider)
             request = outcome.conversation.messages
             kept_times = [None] * len(request)  # the seed's policy has no use for times
         kept, previous = request, point

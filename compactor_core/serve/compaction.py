@@ -17,16 +17,19 @@ import operator
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..compaction.pipeline import Context, measure, run
+from ..compaction.pipeline import measure, run
 from ..compaction.status import Status
 from ..conversation.tools import blocks, is_block, tool_calls, tool_result_ids
 from ..ends.formats import Conversation, Message, dumps, load_value
 from ..errors import CtxpackError
-from ..settings import Job, Settings
+from ..settings import RunSettings, Settings
 from .ledger import NEW, Ledger, Reuse
 from .wire import Wire
+
+if TYPE_CHECKING:
+    from ..providers.base import Summarizer
 
 COMPACTED = "compacted"  # forwarded smaller
 UNCHANGED = "unchanged"  # the policy left it alone: forwarded byte for byte
@@ -58,12 +61,12 @@ class Forwarded:
 class Compactor:
     """The policy of ``ctxpack auto`` with these settings, for any number of requests.
 
-    ``context`` holds the summarizer (None: the built-in extractive one) and no snapshot store:
-    the caller keeps its own history. Safe to call from several threads at once.
+    ``provider`` writes the summaries (None: the built-in extractive one); no snapshots are
+    kept: the caller keeps its own history. Safe to call from several threads at once.
     """
 
     settings: Settings = field(default_factory=Settings)
-    context: Context = field(default_factory=Context)
+    provider: Summarizer | None = None
     ledger: Ledger = field(default_factory=Ledger)
     clock: Callable[[], float] = time.monotonic
 
@@ -84,7 +87,7 @@ class Compactor:
         conversation = wire.conversation(body, source)
         if conversation is None or not conversation.messages:
             return _as_is(data, "no history")
-        outcome = run(Job("auto", self.settings, measure=True), conversation, self.context)
+        outcome = run(RunSettings("auto", self.settings, measure=True), conversation, self.provider)
         before = conversation.messages
         tokens_in = outcome.tokens_before or 0
         tokens_out = outcome.tokens_after or 0
