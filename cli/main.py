@@ -110,7 +110,7 @@ Examples:
 
 
 def _environment() -> str:
-    from .settings import environment_help
+    from .resolve import environment_help
 
     rows = "\n".join(
         f"  {variable:<24} {meaning}".rstrip() for variable, meaning in environment_help()

@@ -119,7 +119,7 @@ def _stores(flag: str | None, files: tuple[str, ...] = ()) -> list[SnapshotStore
     from compactor_core.snapshots.local_store import SnapshotStore
     from compactor_core.snapshots.locations import legacy_folders
 
-    from .settings import Resolver
+    from .resolve import Resolver
 
     primary = Path(Resolver({"snapshot_dir": flag}, os.environ).snapshot_dir())
     seen = {os.path.realpath(primary)}

@@ -30,7 +30,7 @@ from . import io, report
 from .exit_codes import ExitStatus, combined, for_each_input, status_for
 
 if TYPE_CHECKING:
-    from compactor_core.providers.settings import ProviderSettings
+    from compactor_core.providers.catalog import ProviderSettings
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ def compact_inputs(
     _check(names, out)
     io.set_directory_hint(_directory_hint(out))
     if out.is_batch:
-        from compactor_core.providers.settings import ProviderSettings
+        from compactor_core.providers.catalog import ProviderSettings
 
         _batch(names, run, out, provider or ProviderSettings(), engine_of(options))
     else:

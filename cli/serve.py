@@ -21,7 +21,7 @@ from compactor_core.serve import limits
 from . import io, options, resolve
 
 if TYPE_CHECKING:
-    from compactor_core.providers.settings import ProviderSettings
+    from compactor_core.providers.catalog import ProviderSettings
     from compactor_core.serve.summaries import KeptSummarizer
 
 DEFAULT_PORT = 8765

@@ -9,7 +9,7 @@
   ``compact``, ``compact_file``, ``process``, a batch, ``serve`` and ``replay``.
 
 All plain frozen data: they cross to batch worker processes and Dask workers. Who writes the
-summaries is ``providers.settings.ProviderSettings``.
+summaries is ``providers.catalog.ProviderSettings``.
 """
 
 from __future__ import annotations

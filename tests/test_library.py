@@ -120,6 +120,6 @@ def test_the_providers_import_without_a_cycle() -> None:
 
 def test_the_cli_offers_every_provider() -> None:
     """``--provider`` takes its choices from defaults, so start-up imports no provider code."""
-    from compactor_core.providers.settings import SPECS
+    from compactor_core.providers.catalog import SPECS
 
     assert tuple(SPECS) == defaults.PROVIDER_NAMES

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..defaults import SESSION_ID
 from ..ends.formats import Conversation, Message
+from ..errors import ProviderError
 from ..settings import RunSettings, Settings
 from .estimate import estimate
 from .micro import micro_compact, with_old_images
@@ -389,6 +390,7 @@ def run(
         )
     outcome = decide(run_settings, subject, provider, keeper)
     return replace(outcome, conversation=subject.result)
+
 
 def failure(outcome: Outcome) -> ProviderError | None:
     """The summary's failure, or its cut-off, if the outcome has one (what a caller should tell)."""

@@ -33,7 +33,7 @@ from .documents import Document, MessagesDocument, file_version
 from .sources import LocalFile, RemoteObject, Source
 
 if TYPE_CHECKING:
-    from ..providers.settings import ProviderSettings
+    from ..providers.catalog import ProviderSettings
     from ..snapshots.base import Snapshots
 
 

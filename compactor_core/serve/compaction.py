@@ -37,7 +37,9 @@ AS_IS = "as is"  # not compacted, for ``reason``: forwarded byte for byte
 
 
 @dataclass(frozen=True)
-class Report:
+class RequestReport:
+    """What became of one request's body on its way upstream (not an input's ``Report``)."""
+
     outcome: str  # COMPACTED, UNCHANGED or AS_IS
     reason: str = ""  # why a body went as it came
     tokens_in: int = 0  # the estimate of the history (and system prompt) as sent ...
@@ -54,7 +56,7 @@ class Report:
 @dataclass(frozen=True)
 class Forwarded:
     body: bytes
-    report: Report
+    report: RequestReport
 
 
 @dataclass
@@ -100,7 +102,7 @@ class Compactor:
             if after is not outcome.conversation.messages:
                 tokens_out = measure(conversation.with_messages(after), self.settings)
         reuse = self.ledger.record(wire.header(body), before, after, self.clock())
-        report = Report(
+        report = RequestReport(
             COMPACTED if outcome.changed else UNCHANGED,
             tokens_in=tokens_in,
             tokens_out=tokens_out,
@@ -127,7 +129,7 @@ class Compactor:
 
 
 def _as_is(data: bytes, reason: str) -> Forwarded:
-    return Forwarded(data, Report(AS_IS, reason))
+    return Forwarded(data, RequestReport(AS_IS, reason))
 
 
 # --- what must hold of the result ----------------------------------------------------------------

@@ -35,7 +35,9 @@ _STRIPES = 64  # locks: one request asks the model, others asking the same wait 
 
 
 @dataclass(frozen=True)
-class Kept:
+class KeptSummary:
+    """A summary kept for the next request that asks for it (not a snapshot's ``Kept``)."""
+
     summary: str
     cut_off: str | None = None  # why the summary may lack its end (it stopped at max_tokens)
 
@@ -47,10 +49,10 @@ class SummaryStore:
         self.folder = folder
         self.memory = memory
         self.disk = disk
-        self._recent: OrderedDict[str, Kept] = OrderedDict()
+        self._recent: OrderedDict[str, KeptSummary] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> Kept | None:
+    def get(self, key: str) -> KeptSummary | None:
         with self._lock:
             kept = self._recent.get(key)
             if kept is not None:
@@ -61,11 +63,11 @@ class SummaryStore:
             self._remember(key, kept)
         return kept
 
-    def put(self, key: str, kept: Kept) -> None:
+    def put(self, key: str, kept: KeptSummary) -> None:
         self._remember(key, kept)
         self._write(key, kept)
 
-    def _remember(self, key: str, kept: Kept) -> None:
+    def _remember(self, key: str, kept: KeptSummary) -> None:
         with self._lock:
             self._recent[key] = kept
             self._recent.move_to_end(key)
@@ -75,7 +77,7 @@ class SummaryStore:
     def _path(self, key: str) -> Path | None:
         return None if self.folder is None else self.folder / f"summary-{key}.json"
 
-    def _read(self, key: str) -> Kept | None:
+    def _read(self, key: str) -> KeptSummary | None:
         path = self._path(key)
         if path is None:
             return None
@@ -87,9 +89,9 @@ class SummaryStore:
         summary, cut_off = record.get("summary"), record.get("cut_off")
         if not isinstance(summary, str) or not isinstance(cut_off, str | None):
             return None
-        return Kept(summary, cut_off)
+        return KeptSummary(summary, cut_off)
 
-    def _write(self, key: str, kept: Kept) -> None:
+    def _write(self, key: str, kept: KeptSummary) -> None:
         path = self._path(key)
         if path is None:
             return
@@ -156,8 +158,8 @@ class KeptSummarizer:
         asked += [request.max_tokens, request.lang]
         return hashlib.sha256(dumps(asked)).hexdigest()
 
-    def _ask(self, request: SummaryRequest) -> Kept:
+    def _ask(self, request: SummaryRequest) -> KeptSummary:
         try:
-            return Kept(self.provider.summarize(request))
+            return KeptSummary(self.provider.summarize(request))
         except SummaryCutOff as error:
-            return Kept(error.summary, str(error))
+            return KeptSummary(error.summary, str(error))
