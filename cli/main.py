@@ -110,7 +110,7 @@ Examples:
 
 
 def _environment() -> str:
-    from .settings import environment_help
+    from .resolve import environment_help
 
     rows = "\n".join(
         f"  {variable:<24} {meaning}".rstrip() for variable, meaning in environment_help()
@@ -328,7 +328,7 @@ def auto(files: tuple[str, ...], **settings: Any) -> None:
 
 def _compact(command: Command, files: tuple[str, ...], options: dict[str, Any]) -> None:
     """micro, full or auto: every option resolved once, then the core does each input."""
-    from compactor_core.settings import Job
+    from compactor_core.settings import RunSettings
 
     from .run import Output, compact_inputs, run_settings
 
@@ -340,6 +340,6 @@ def _compact(command: Command, files: tuple[str, ...], options: dict[str, Any]) 
     snapshot_dir = None
     if keeps and not options["no_snapshot"]:
         snapshot_dir = resolver.snapshot_dir(options["compat"] == "bareagent")
-    run = run_settings(Job(command, settings), options, snapshot_dir)
+    run = run_settings(RunSettings(command, settings), options, snapshot_dir)
     provider = resolver.provider() if summarizing else None
     compact_inputs(files, run, out, provider, options)

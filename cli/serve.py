@@ -21,7 +21,7 @@ from compactor_core.serve import limits
 from . import io, options, resolve
 
 if TYPE_CHECKING:
-    from compactor_core.providers.settings import ProviderSettings
+    from compactor_core.providers.catalog import ProviderSettings
     from compactor_core.serve.summaries import KeptSummarizer
 
 DEFAULT_PORT = 8765
@@ -131,7 +131,6 @@ def serve(
     and key; the reply streams back unchanged. Everything else passes through untouched. One
     line per request on stderr; figures at /ctxpack/stats. Needs ctxpack[serve].
     """
-    from compactor_core.compaction.pipeline import Context
     from compactor_core.serve.compaction import Compactor
     from compactor_core.serve.guard import local_hosts
     from compactor_core.serve.proxy import Proxy, ProxySettings
@@ -153,7 +152,7 @@ def serve(
         body_timeout=client_timeout,
         hosts=None if allow_remote else local_hosts(listening.getsockname()[1], host),
     )
-    app = Proxy(limits, Compactor(settings, Context(summarizer)), io.warn, summarizer)
+    app = Proxy(limits, Compactor(settings, summarizer), io.warn, summarizer)
     io.write_stdout(f"{address}\n".encode())
     io.warn(f"serving {address} -> {upstream} (auto, threshold {settings.threshold})")
     _run(uvicorn, app, listening, shutdown_timeout, client_timeout)

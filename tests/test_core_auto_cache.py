@@ -14,10 +14,10 @@ from compactor_core import Settings, compact
 from compactor_core.compaction.cache_apply import micro_in_batches
 from compactor_core.compaction.cache_plan import plan, request_points
 from compactor_core.compaction.micro import micro_compact
-from compactor_core.compaction.pipeline import Context, run
+from compactor_core.compaction.pipeline import run
 from compactor_core.compaction.status import Status
 from compactor_core.conversation.formats import Conversation
-from compactor_core.settings import Job
+from compactor_core.settings import RunSettings
 from compactor_core.snapshots.local_store import SnapshotStore
 
 
@@ -51,8 +51,8 @@ def test_snapshots_only_when_this_request_is_cut(tmp_path: Path) -> None:
     messages = session(8)
 
     def auto(history: list[dict[str, Any]]) -> Any:
-        context = Context(None, store, "s", original=b"[]")
-        return run(Job("auto", settings), Conversation(copy.deepcopy(history)), context)
+        told = RunSettings("auto", settings, snapshots=store)
+        return run(told, Conversation(copy.deepcopy(history)), None, "s", original=b"[]")
 
     cut_now = next(p for p in request_points(messages) if plan(messages[:p], settings).cuts_now)
     first = auto(messages[:cut_now])
@@ -68,8 +68,8 @@ def test_snapshots_only_when_this_request_is_cut(tmp_path: Path) -> None:
 def test_a_dry_run_counts_the_summary_at_its_budget() -> None:
     messages = session(8)
     settings = Settings(threshold=6000, min_gain=10**6)
-    would = run(Job("auto", settings), Conversation(messages), dry_run=True)
-    done = run(Job("auto", settings, measure=True), Conversation(messages))
+    would = run(RunSettings("auto", settings, dry_run=True), Conversation(messages))
+    done = run(RunSettings("auto", settings, measure=True), Conversation(messages))
     assert would.full == Status.WOULD_RUN and done.full == Status.COMPACTED
     assert would.tokens_before == done.tokens_before
     assert would.tokens_after >= done.tokens_after

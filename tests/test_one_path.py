@@ -19,7 +19,7 @@ from support_full import RecordingProvider, session_zh
 
 from compactor_core import CompactionWarning, Settings, compact, compact_file, provider
 from compactor_core.errors import InputError, SessionInUse, SummaryCutOff
-from compactor_core.providers.settings import ProviderSettings
+from compactor_core.providers.catalog import ProviderSettings
 from compactor_core.snapshots.local_store import SnapshotStore
 
 CLAUDE_SESSION = TESTS / "fixtures" / "claude_code" / "session.jsonl"

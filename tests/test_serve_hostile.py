@@ -19,7 +19,7 @@ import serve_bodies
 from helpers import run
 from serve_support import Serving, Upstream
 
-from compactor_core.serve.summaries import Kept, SummaryStore
+from compactor_core.serve.summaries import KeptSummary, SummaryStore
 
 BODY = json.dumps(serve_bodies.anthropic(turns=3)).encode()
 
@@ -236,6 +236,6 @@ def test_a_planted_fifo_or_link_is_never_read_nor_written_through(tmp_path: Path
     started = time.monotonic()
     assert store.get("fifo") is None and store.get("link") is None
     assert time.monotonic() - started < 5  # a FIFO never blocks the read
-    store.put("link", Kept("a summary"))
+    store.put("link", KeptSummary("a summary"))
     assert target.read_text() == "precious"
-    assert SummaryStore(folder).get("link") == Kept("a summary")
+    assert SummaryStore(folder).get("link") == KeptSummary("a summary")

@@ -45,8 +45,8 @@ from ..ends.sources import LocalFile, RemoteObject
 from ..errors import ConfigError, CtxpackError, OutputError, WorkerDied
 from ..process import Target, process
 from ..providers.base import Summarizer
+from ..providers.catalog import ProviderSettings
 from ..providers.registry import build_provider
-from ..providers.settings import ProviderSettings
 from ..settings import RunSettings
 from .orphans import die_with_parent
 

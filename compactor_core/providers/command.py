@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from ..errors import ConfigError, ProviderError, RetryableProviderError
 from ..text import clip
 from .base import SummaryRequest
-from .settings import ProviderSettings
+from .catalog import ProviderSettings
 
 SYSTEM_PROMPT_VARIABLE = "CTXPACK_SYSTEM_PROMPT"
 STDERR_CHARS = 200

@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, ProviderError, RetryableProviderError, SummaryCutOff
 from ..text import clip
+from .catalog import ProviderSettings
 from .redaction import Redactor
-from .settings import ProviderSettings
 
 if TYPE_CHECKING:
     import httpx

@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 
 from ..conversation.formats import dumps
 from . import limits
-from .compaction import AS_IS, COMPACTED, UNCHANGED, Compactor, Report
+from .compaction import AS_IS, COMPACTED, UNCHANGED, Compactor, RequestReport
 from .guard import printable, refusal, target_path
 from .memory import give_back_memory
 from .stats import Stats, billed
@@ -107,7 +107,7 @@ class _Done:
 
     status: int
     note: str = ""
-    report: Report | None = None
+    report: RequestReport | None = None
     upstream_failed: bool = False  # answered here with 502 or 504
     size: int = 0  # of the body, as far as it was read before it went upstream
     usage: Usage | None = None  # what the upstream's reply says it billed
@@ -228,14 +228,14 @@ class Proxy:
         if whole:
             data = b"".join(chunks)
             if wire is not None and encoding:
-                done.report = Report(AS_IS, f"a body in content-encoding {encoding}")
+                done.report = RequestReport(AS_IS, f"a body in content-encoding {encoding}")
             elif wire is not None:
                 data, done.report = await self._compacted(wire, data)
             content: bytes | AsyncIterator[bytes] = data
             headers = _request_headers(scope["headers"], len(data))
         else:
             if wire is not None:
-                done.report = Report(AS_IS, f"body over {self.settings.max_body} bytes")
+                done.report = RequestReport(AS_IS, f"body over {self.settings.max_body} bytes")
             content = _streamed(chunks, receive, self.settings.body_timeout)
             headers = _request_headers(scope["headers"], None)
         request = httpx.Request(scope["method"], self._url(scope), headers=headers, content=content)
@@ -260,9 +260,9 @@ class Proxy:
             await response.aclose()
         done.usage = reader.usage() if reader is not None else None
 
-    async def _compacted(self, wire: Wire, data: bytes) -> tuple[bytes, Report]:
+    async def _compacted(self, wire: Wire, data: bytes) -> tuple[bytes, RequestReport]:
         if data.count(b'"role"') > self.settings.max_messages:  # parsed, it could take gigabytes
-            return data, Report(AS_IS, f"over {self.settings.max_messages} messages")
+            return data, RequestReport(AS_IS, f"over {self.settings.max_messages} messages")
         loop = asyncio.get_running_loop()
         forwarded = await loop.run_in_executor(self._workers, self.compactor.compact, wire, data)
         return forwarded.body, forwarded.report
@@ -471,7 +471,7 @@ def _line(method: str, path: str, done: _Done, seconds: float) -> str:
     return f"{method} {printable(path)} {status}: {', '.join(parts)}"
 
 
-def _report_text(report: Report) -> str:
+def _report_text(report: RequestReport) -> str:
     if report.outcome == AS_IS:
         return f"forwarded as is ({report.reason})"
     parts = [f"tokens {report.tokens_in} -> {report.tokens_out}"]

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..replay.cache_rules import RULES, Usage
 from ..replay.pricing import PROFILES
-from .compaction import COMPACTED, Report
+from .compaction import COMPACTED, RequestReport
 
 CONVERSATIONS = 50  # conversations whose own figures are kept
 
@@ -50,7 +50,7 @@ class Stats:
     measured: Measured = field(default_factory=lambda: Measured())
     conversations: OrderedDict[str, Measured] = field(default_factory=OrderedDict)
 
-    def measure(self, report: Report, usage: Usage) -> str:
+    def measure(self, report: RequestReport, usage: Usage) -> str:
         """Add what the upstream billed for one request beside the estimate of the same request
         untouched, in the upstream's tokens (the estimate scaled by its count of what was
         forwarded); the log line's words for it."""

@@ -40,7 +40,9 @@ _STRIPES = 64  # locks: one request asks the model, others asking the same wait 
 
 
 @dataclass(frozen=True)
-class Kept:
+class KeptSummary:
+    """A summary kept for the next request that asks for it (not a snapshot's ``Kept``)."""
+
     summary: str
     cut_off: str | None = None  # why the summary may lack its end (it stopped at max_tokens)
 
@@ -52,10 +54,10 @@ class SummaryStore:
         self.folder = folder
         self.memory = memory
         self.disk = disk
-        self._recent: OrderedDict[str, Kept] = OrderedDict()
+        self._recent: OrderedDict[str, KeptSummary] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> Kept | None:
+    def get(self, key: str) -> KeptSummary | None:
         with self._lock:
             kept = self._recent.get(key)
             if kept is not None:
@@ -66,18 +68,18 @@ class SummaryStore:
             self._remember(key, kept)
         return kept
 
-    def put(self, key: str, kept: Kept) -> None:
+    def put(self, key: str, kept: KeptSummary) -> None:
         self._remember(key, kept)
         self._write(key, kept)
 
-    def _remember(self, key: str, kept: Kept) -> None:
+    def _remember(self, key: str, kept: KeptSummary) -> None:
         with self._lock:
             self._recent[key] = kept
             self._recent.move_to_end(key)
             while len(self._recent) > self.memory:
                 self._recent.popitem(last=False)
 
-    def _read(self, key: str) -> Kept | None:
+    def _read(self, key: str) -> KeptSummary | None:
         try:
             with self._folder(create=False) as folder:
                 record = orjson.loads(_read_own(folder, f"summary-{key}.json"))
@@ -88,9 +90,9 @@ class SummaryStore:
         summary, cut_off = record.get("summary"), record.get("cut_off")
         if not isinstance(summary, str) or not isinstance(cut_off, str | None):
             return None
-        return Kept(summary, cut_off)
+        return KeptSummary(summary, cut_off)
 
-    def _write(self, key: str, kept: Kept) -> None:
+    def _write(self, key: str, kept: KeptSummary) -> None:
         # A summary that cannot be kept on disk is still given (and kept in memory).
         with contextlib.suppress(OSError, CtxpackError), self._folder(create=True) as folder:
             record = dumps({"summary": kept.summary, "cut_off": kept.cut_off})
@@ -187,8 +189,8 @@ class KeptSummarizer:
         asked += [request.max_tokens, request.lang]
         return hashlib.sha256(dumps(asked)).hexdigest()
 
-    def _ask(self, request: SummaryRequest) -> Kept:
+    def _ask(self, request: SummaryRequest) -> KeptSummary:
         try:
-            return Kept(self.provider.summarize(request))
+            return KeptSummary(self.provider.summarize(request))
         except SummaryCutOff as error:
-            return Kept(error.summary, str(error))
+            return KeptSummary(error.summary, str(error))

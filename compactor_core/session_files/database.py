@@ -39,11 +39,11 @@ from ..ends.sources import session_name
 from ..errors import InputError, InputUnreadable, OutputError, SessionInUse
 from .base import Record
 from .in_use import writers_of
-from .stores import Keeping, Result, SessionStore
+from .stores import Result, SessionStore
 
 if TYPE_CHECKING:
-    from ..settings import SessionRules
-    from ..snapshots.base import Snapshot
+    from ..settings import RunSettings
+    from ..snapshots.base import Details, Snapshot
     from ..snapshots.finding import Choice
     from ..snapshots.local_store import SnapshotStore
     from ..snapshots.putting_back import Restored
@@ -90,8 +90,8 @@ class DatabaseStore(SessionStore):
 
     # --- the store ---
 
-    def write_in_place(self, result: Result, keeping: Keeping) -> str | None:
-        backup = Path(f"{self.path}{keeping.backup_suffix}") if keeping.backup_suffix else None
+    def write_in_place(self, result: Result, run: RunSettings, details: Details) -> str | None:
+        backup = Path(f"{self.path}{run.backup_suffix}") if run.backup_suffix else None
         if backup is not None:
             _backup(self.path, backup, self.label)
         try:
@@ -102,9 +102,9 @@ class DatabaseStore(SessionStore):
                         f"{self.label}: changed while being compacted (its agent wrote to it), "
                         "left as is"
                     )
-                if keeping.snapshots is not None:
-                    keeping.snapshots.save_original(
-                        snapshot_id(self.path, self.session), now, keeping.details, self.path
+                if run.snapshots is not None:
+                    run.snapshots.save_original(
+                        snapshot_id(self.path, self.session), now, details, self.path
                     )
                 self.apply(connection, result)
         except BaseException:
@@ -114,7 +114,7 @@ class DatabaseStore(SessionStore):
             raise
         return None
 
-    def busy(self, rules: SessionRules) -> str | None:
+    def busy(self, rules: RunSettings) -> str | None:
         pid = agent_holding(self.path, self.agent_program, Path(rules.proc))
         if pid is not None:  # it writes its own copy of the session back: --force or not
             raise SessionInUse(

@@ -21,7 +21,7 @@ from ..disk.commit import held_open
 from ..errors import SessionInUse
 
 if TYPE_CHECKING:
-    from ..settings import SessionRules
+    from ..settings import RunSettings
 
 DEFAULT_MIN_IDLE = defaults.MIN_IDLE
 _WRITE_MODES = (os.O_WRONLY, os.O_RDWR)
@@ -44,7 +44,7 @@ def in_use(
 def refuse_in_use(
     label: str,
     status: os.stat_result,
-    rules: SessionRules,
+    rules: RunSettings,
     rewritten_by_us: Callable[[], bool],
     doing: str = "compacted",
 ) -> None:
