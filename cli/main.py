@@ -135,6 +135,7 @@ Shell completion (add the line to your shell's start-up file):
         "replay": "cli.replay:replay",
         "report": "cli.costs:report",
         "rescue": "cli.rescue:rescue",
+        "run": "cli.wrap:run",
         "restore": "cli.restore:restore",
         "serve": "cli.serve:serve",
         "sessions": "cli.agents:sessions",

@@ -27,6 +27,59 @@ if TYPE_CHECKING:
 DEFAULT_PORT = 8765
 
 
+# What serve does with each request: its own limits, then auto's options (ctxpack run too).
+proxy_options = options.bundle(
+    click.option(
+        "--max-concurrency",
+        type=click.IntRange(min=1),
+        default=limits.MAX_CONCURRENCY,
+        show_default=True,
+        help="Requests in flight upstream at once; the others wait their turn.",
+    ),
+    click.option(
+        "--max-body",
+        type=click.IntRange(min=0),
+        default=limits.MAX_BODY,
+        show_default=True,
+        metavar="BYTES",
+        help="Largest request body read and compacted; a larger one is passed through as it is.",
+    ),
+    click.option(
+        "--upstream-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=limits.TIMEOUT,
+        show_default=True,
+        metavar="SECONDS",
+        help=f"How long the upstream may stay silent (connecting: {limits.CONNECT_TIMEOUT:g} s); "
+        "then 504, or the stream is closed.",
+    ),
+    click.option(
+        "--client-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=limits.CLIENT_TIMEOUT,
+        show_default=True,
+        metavar="SECONDS",
+        help="How long a client may take to send its request's headers, or pause in its body; "
+        "then its connection is closed, or 408.",
+    ),
+    click.option(
+        "--shutdown-timeout",
+        type=click.IntRange(min=0),
+        default=30,
+        show_default=True,
+        metavar="SECONDS",
+        help="On SIGTERM, how long requests in flight may take to finish.",
+    ),
+    options.threshold_option,
+    options.policy_options,
+    options.micro_options,
+    options.compat_option,
+    options.prompt_options,
+    options.tokenizer_option,
+    options.provider_options,
+)
+
+
 @click.command(
     epilog=options.epilog(
         "ctxpack serve --upstream https://api.anthropic.com  # ANTHROPIC_BASE_URL=http://127.0.0.1:8765",
@@ -63,54 +116,7 @@ DEFAULT_PORT = 8765
     "talks to the upstream as the agent, with any key they send, and uses --provider's key "
     "for summaries.",
 )
-@click.option(
-    "--max-concurrency",
-    type=click.IntRange(min=1),
-    default=limits.MAX_CONCURRENCY,
-    show_default=True,
-    help="Requests in flight upstream at once; the others wait their turn.",
-)
-@click.option(
-    "--max-body",
-    type=click.IntRange(min=0),
-    default=limits.MAX_BODY,
-    show_default=True,
-    metavar="BYTES",
-    help="Largest request body read and compacted; a larger one is passed through as it is.",
-)
-@click.option(
-    "--upstream-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=limits.TIMEOUT,
-    show_default=True,
-    metavar="SECONDS",
-    help=f"How long the upstream may stay silent (connecting: {limits.CONNECT_TIMEOUT:g} s); "
-    "then 504, or the stream is closed.",
-)
-@click.option(
-    "--client-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=limits.CLIENT_TIMEOUT,
-    show_default=True,
-    metavar="SECONDS",
-    help="How long a client may take to send its request's headers, or pause in its body; "
-    "then its connection is closed, or 408.",
-)
-@click.option(
-    "--shutdown-timeout",
-    type=click.IntRange(min=0),
-    default=30,
-    show_default=True,
-    metavar="SECONDS",
-    help="On SIGTERM, how long requests in flight may take to finish.",
-)
-@options.threshold_option
-@options.policy_options
-@options.micro_options
-@options.compat_option
-@options.prompt_options
-@options.tokenizer_option
-@options.provider_options
+@proxy_options
 def serve(
     upstream: str,
     port: int,
