@@ -39,7 +39,8 @@ class Total:
     unknown_models: set[str] = field(default_factory=set)
     sessions: set[str] = field(default_factory=set)
 
-    def add(self, request: Request, bill: SessionBill, prices: PriceTable) -> None:
+    def add(self, request: Request, bill: SessionBill, priced: Priced | None) -> None:
+        """Add one request; ``priced``: its money (None: its model has no price)."""
         self.requests += 1
         self.input += request.input
         self.cache_read += request.cache_read
@@ -47,25 +48,17 @@ class Total:
         self.cache_write_1h += request.cache_write_1h
         self.output += request.output
         self.sessions.add(bill.session_id)
-        fresh = request.new + request.missed
         if request.cause is not None:
             self.causes[request.cause] += request.missed
         self.causes[NEW_TURNS] += request.new
-        price = prices.of(request.model)
-        if price is None:
+        if priced is None:
             self.unknown_models.add(request.model or "(no model)")
             return
-        tokens = request.tokens()
-        output = price.output * request.output * 1e-6
-        cost = price.cost(tokens)
-        self.cost += cost
-        share = 1.0 if bill.with_ctxpack is None else bill.with_ctxpack
-        self.with_ctxpack += output + (cost - output) * share
-        if fresh:
-            fresh_cost = _fresh_cost(request, price)
-            if request.cause is not None:
-                self.causes_cost[request.cause] += fresh_cost * request.missed / fresh
-            self.causes_cost[NEW_TURNS] += fresh_cost * request.new / fresh
+        self.cost += priced.cost
+        self.with_ctxpack += priced.with_ctxpack
+        if request.cause is not None:
+            self.causes_cost[request.cause] += priced.missed
+        self.causes_cost[NEW_TURNS] += priced.new
 
     def as_json(self) -> dict:
         return {
@@ -85,6 +78,30 @@ class Total:
             "with_ctxpack": round(self.with_ctxpack, 4),
             "unknown_models": sorted(self.unknown_models),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Priced:
+    """One request's money: its cost, its cost with ctxpack, and the cost of its fresh tokens
+    as new turns and as a miss."""
+
+    cost: float
+    with_ctxpack: float
+    new: float
+    missed: float
+
+
+def priced(request: Request, bill: SessionBill, prices: PriceTable) -> Priced | None:
+    price = prices.of(request.model)
+    if price is None:
+        return None
+    cost = price.cost(request.tokens())
+    output = price.output * request.output * 1e-6
+    share = 1.0 if bill.with_ctxpack is None else bill.with_ctxpack
+    fresh = request.new + request.missed
+    fresh_cost = _fresh_cost(request, price) if fresh else 0.0
+    new = fresh_cost * request.new / fresh if fresh else 0.0
+    return Priced(cost, output + (cost - output) * share, new, fresh_cost - new)
 
 
 def _fresh_cost(request: Request, price: ModelPrice) -> float:
@@ -110,8 +127,9 @@ def add_up(
                 continue
             key = key_of(request, bill, zone)
             group = groups.setdefault(key, Total(key))
-            group.add(request, bill, prices)
-            total.add(request, bill, prices)
+            money = priced(request, bill, prices)
+            group.add(request, bill, money)
+            total.add(request, bill, money)
     return total, [groups[key] for key in sorted(groups)]
 
 
