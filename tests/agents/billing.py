@@ -13,6 +13,7 @@ per organization. Tokens are the estimate's heuristic of each block's JSON text.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,9 @@ class Billing:
     anthropic: CacheState = field(default_factory=CacheState)
     openai: CacheState = field(default_factory=CacheState)
     bills: list[tuple[str, Usage]] = field(default_factory=list)
+    # the time the cache lives by; None: its entries never expire (a test moves it on to
+    # let them expire, as a user's pause would)
+    clock: Callable[[], float] | None = None
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -39,7 +43,10 @@ class Billing:
         """A Messages API request, billed by Anthropic's rules at its own breakpoints."""
         blocks = anthropic_blocks(body, placement=None)
         with self._lock:
-            usage, self.anthropic = ANTHROPIC.send(blocks, self.anthropic, model=body.get("model"))
+            now = self.clock() if self.clock else None
+            usage, self.anthropic = ANTHROPIC.send(
+                blocks, self.anthropic, time=now, model=body.get("model")
+            )
             self.bills.append(("/v1/messages", usage))
         return usage
 
