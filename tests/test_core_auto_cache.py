@@ -25,13 +25,12 @@ def test_auto_marks_in_batches_that_pay_for_themselves_where_every_turn_marks_ev
     messages = session(6)  # three old turns of about 990 tokens each
     every_turn = compact(messages, "auto", Settings(policy="every-turn"))
     assert every_turn == micro_compact(messages, Settings())[0]  # turns 0, 1, 2
-    # session(5): turns 0 and 1 would free ~1,980 tokens, read on 12 requests (~2,400 at 0.1x),
-    # and have the ~5,000 after them written again (1.15x: ~3,500): not worth it yet
-    shorter = session(5)
-    assert compact(shorter, "auto", Settings(min_gain=1500)) == shorter
-    # session(6): turns 0, 1 and 2 free ~2,970 (~3,560 over 12 requests) against ~3,500
-    batched = compact(messages, "auto", Settings(min_gain=1500))
-    assert batched == micro_compact(messages, Settings())[0]
+    # turns 0, 1 and 2 would free ~2,970 tokens, read on as many requests as came (7: ~2,080
+    # at 0.1x), and have the ~3,000 after them written again (1.15x: ~3,500): not worth it yet
+    assert compact(messages, "auto", Settings(min_gain=1500)) == messages
+    longer = session(8)  # five old turns free ~4,950, read on 9 requests: worth it now
+    batched = compact(longer, "auto", Settings(min_gain=1500))
+    assert batched == micro_compact(longer, Settings())[0]
     assert compact(messages, "auto", Settings()) == messages  # 5000 tokens: nothing yet
 
 
