@@ -19,6 +19,7 @@ import click
 from compactor_core.serve import limits
 
 from . import io, options, resolve
+from .exit_codes import in_flag_words
 
 if TYPE_CHECKING:
     from compactor_core.providers.catalog import ProviderSettings
@@ -123,7 +124,7 @@ def serve(
     limits = ProxySettings(
         upstream, max_body=max_body, max_concurrency=max_concurrency, timeout=upstream_timeout
     )
-    app = Proxy(limits, Compactor(settings, summarizer), io.warn, summarizer)
+    app = Proxy(limits, Compactor(settings, summarizer), _log, summarizer)
     listening = _listen(host, port)
     address = _address(listening)
     io.write_stdout(f"{address}\n".encode())
@@ -199,3 +200,8 @@ def _listen(host: str, port: int) -> socket.socket:
 def _address(listening: socket.socket) -> str:
     host, port = listening.getsockname()[:2]
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _log(line: str) -> None:
+    """A request's log line, its reasons in the command line's words."""
+    io.warn(in_flag_words(line))

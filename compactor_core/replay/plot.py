@@ -19,14 +19,14 @@ INSTALL = "pip install 'ctxpack[plot]'"
 def render(replay: Replay, label: str, image_format: str) -> bytes:
     """An SVG or PNG: one panel per way of use, a line per policy, the threshold dashed."""
     if image_format not in FORMATS:
-        raise ConfigError(f"--plot: a picture is .svg or .png, not .{image_format}")
+        raise ConfigError(f"render(): a picture is .svg or .png, not .{image_format}")
     try:
         import matplotlib
 
         matplotlib.use("Agg")  # no display: files only
         from matplotlib import pyplot
     except ImportError:
-        raise ConfigError(f"--plot needs matplotlib: {INSTALL}") from None
+        raise ConfigError(f"render() needs matplotlib: {INSTALL}") from None
     figure, panels = pyplot.subplots(
         len(USES), 1, figsize=(10, 7), sharex=True, sharey=True, layout="constrained"
     )
