@@ -48,7 +48,7 @@ from typing import Any
 from harness import CTXPACK, DATA_DIR, ENV, ROOT, Report, best_in_process, run_once
 
 from compactor_core.compaction.pipeline import run as run_job
-from compactor_core.ends.formats import dump, parse
+from compactor_core.conversation.formats import dump, parse
 from compactor_core.settings import RunSettings
 
 CORPUS = ROOT / "tests" / "corpus"

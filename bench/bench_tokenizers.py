@@ -50,7 +50,7 @@ def _errors() -> list[tuple[str, str, int, int]]:
     sys.path.insert(0, str(ROOT))
     from compactor_core.compaction.estimate import counted_texts, tokens_of
     from compactor_core.compaction.tokenizers import counter
-    from compactor_core.ends.formats import parse
+    from compactor_core.conversation.formats import parse
 
     rows = []
     for path in sorted((ROOT / "tests" / "corpus").glob("*.json")):

@@ -7,12 +7,18 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from . import io, options
 from .exit_codes import ExitStatus, combined, for_each_input, in_flag_words
+
+if TYPE_CHECKING:
+    from compactor_core.session_files.base import AgentFormat
+
+# The agents whose sessions ctxpack finds (each format's ``agent``; a test checks the registry).
+AGENTS = ("claude", "codex", "gemini", "qwen", "pi", "copilot", "cline", "opencode")
 
 # --- check ---------------------------------------------------------------------------------------
 
@@ -34,7 +40,7 @@ def check(files: tuple[str, ...], format_name: str, as_json: bool) -> None:
     links that loop, shared ids, tool results without their call and calls without their
     result. Notes (exit 0) are the same found where the resume does not look.
     """
-    from compactor_core.ends.formats import dumps
+    from compactor_core.conversation.formats import dumps
 
     def check_one(name: str) -> list[ExitStatus]:
         report = _check_one(name, format_name)
@@ -104,7 +110,7 @@ def _count(number: int, what: str) -> str:
 )
 @click.option(
     "--agent",
-    type=click.Choice(["claude", "codex", "gemini", "qwen", "pi", "copilot", "cline", "opencode"]),
+    type=click.Choice(AGENTS),
     help="Only this agent's sessions [default: every agent's].",
 )
 @click.option(
@@ -124,16 +130,10 @@ def sessions(agent: str | None, over: int | None, min_idle: float, as_json: bool
     (~/.local/share, its opencode/opencode.db: each session a row, DB#SESSION). A row: agent,
     id, project, size, estimate, last change, in use, path.
     """
-    from compactor_core.ends.formats import dumps
+    from compactor_core.conversation.formats import dumps
     from compactor_core.session_files.listing import list_sessions
-    from compactor_core.session_files.registry import agent_formats
 
-    homes = [
-        (agent_format, _home(agent_format.home_variable, agent_format.home_default))
-        for agent_format in agent_formats()
-        if agent in (None, agent_format.agent)
-    ]
-    found = list_sessions(homes, time.time(), min_idle)
+    found = list_sessions(agent_homes(agent), time.time(), min_idle)
     if over is not None:
         found = [entry for entry in found if entry.tokens is not None and entry.tokens > over]
     if as_json:
@@ -175,6 +175,18 @@ def sessions(agent: str | None, over: int | None, min_idle: float, as_json: bool
         for row in rows
     )
     io.write_stdout(text.encode())
+
+
+def agent_homes(agent: str | None = None) -> list[tuple[AgentFormat, Path]]:
+    """Each agent's format and its home folder, from its variable (else the default under ~);
+    only ``agent``'s where one is named."""
+    from compactor_core.session_files.registry import agent_formats
+
+    return [
+        (each, _home(each.home_variable, each.home_default))
+        for each in agent_formats()
+        if agent in (None, each.agent)
+    ]
 
 
 def _home(variable: str, default: str) -> Path:

@@ -15,7 +15,7 @@ from typing import Any
 
 from compactor_core.batch.targets import DEFAULT_GLOBS, Listing, find_targets
 from compactor_core.compaction.corpus_stats import Tally, render
-from compactor_core.ends.formats import dumps
+from compactor_core.conversation.formats import dumps
 from compactor_core.ends.sources import LocalFile, RemoteObject
 
 from . import io

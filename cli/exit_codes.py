@@ -97,7 +97,7 @@ _FLAG_WORDS: tuple[tuple[str, str], ...] = (
     ),
     (r"output_dir=FOLDER", "--output-dir"),
     (r"Engine\(kind='dask'\)", "--engine dask"),
-    (r"render\(\)", "--plot"),
+    (r"plotting\(\)", "--plot"),
     (r"list_sessions\(agent='([\w-]+)'\)", r"ctxpack sessions --agent \1"),
     (r"\(or give the file instead\)", "(or give the file: ctxpack restore FILE)"),
     (r"\(SnapshotStore\.select\(\) lists them\)", "(ctxpack restore --list shows them)"),

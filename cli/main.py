@@ -133,7 +133,9 @@ Shell completion (add the line to your shell's start-up file):
     lazy_commands={
         "check": "cli.agents:check",
         "replay": "cli.replay:replay",
+        "report": "cli.costs:report",
         "rescue": "cli.rescue:rescue",
+        "run": "cli.wrap:run",
         "restore": "cli.restore:restore",
         "serve": "cli.serve:serve",
         "sessions": "cli.agents:sessions",
@@ -202,7 +204,7 @@ def estimate(
 
     For an agent's session file: the conversation the agent would send on resume.
     """
-    from compactor_core.ends.formats import dumps
+    from compactor_core.conversation.formats import dumps
 
     counter = resolve.counter(tokenizer)
     bareagent = compat == "bareagent"

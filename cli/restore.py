@@ -293,7 +293,7 @@ def _when(snapshot: Snapshot) -> str:
 
 
 def _print(stores: list[SnapshotStore], session_id: str, choice: Choice, pretty: bool) -> None:
-    from compactor_core.ends.formats import dumps, parse
+    from compactor_core.conversation.formats import dumps, parse
     from compactor_core.snapshots.finding import choose, session_snapshots
 
     snapshot = choose(session_snapshots(stores, session_id), choice, f"session {session_id!r}")
@@ -304,7 +304,7 @@ def _print(stores: list[SnapshotStore], session_id: str, choice: Choice, pretty:
 
 
 def _list(stores: list[SnapshotStore], session_id: str | None, as_json: bool) -> None:
-    from compactor_core.ends.formats import dumps
+    from compactor_core.conversation.formats import dumps
     from compactor_core.snapshots.finding import search
 
     found = search(stores, lambda store: store.select(session_id))

@@ -267,7 +267,7 @@ def _report(
         stopped = " (stopped: the rest not started)" if listed and stop.is_set() else ""
         io.warn(report.summary_line(done, total, out.dry_run) + stopped)
     if out.json_report:
-        from compactor_core.ends.formats import dumps
+        from compactor_core.conversation.formats import dumps
 
         io.write_stdout(dumps(report.json_report(done, total, out.dry_run)) + b"\n")
     _exit_for(failures)

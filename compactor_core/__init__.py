@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .compaction.outcome import Outcome, Report
     from .compaction.pipeline import run
     from .compaction.status import Status
-    from .ends.formats import Conversation, Message, dump, parse
+    from .conversation.formats import Conversation, Message, dump, parse
     from .errors import (
         ConfigError,
         CtxpackError,
@@ -72,7 +72,10 @@ _EXPORTS = {
     },
     "breakdown": ("compaction.estimate", "breakdown"),
     "estimate_tokens": ("compaction.estimate", "estimate"),
-    **{name: ("ends.formats", name) for name in ("Conversation", "Message", "dump", "parse")},
+    **{
+        name: ("conversation.formats", name)
+        for name in ("Conversation", "Message", "dump", "parse")
+    },
     **{name: ("library", name) for name in ("CompactionWarning", "compact", "compact_file")},
     **{name: ("compaction.outcome", name) for name in ("Outcome", "Report")},
     "run": ("compaction.pipeline", "run"),

@@ -16,8 +16,8 @@ from typing import Any
 from . import defaults
 from .compaction.outcome import Outcome, Report
 from .compaction.pipeline import failure, run
+from .conversation.formats import Conversation, Message
 from .ends.destinations import InPlace, ToFile
-from .ends.formats import Conversation, Message
 from .ends.sources import LocalFile
 from .process import Target, process
 from .providers.base import Summarizer

@@ -39,7 +39,7 @@ from checks_full import (
 from compactor_core.compaction import pipeline
 from compactor_core.compaction.estimate import estimate
 from compactor_core.compaction.full import find_pending_turn, full_compact
-from compactor_core.ends.formats import Conversation, parse
+from compactor_core.conversation.formats import Conversation, parse
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.settings import RunSettings, Settings
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from helpers import dumps, invoke, run
 
-from compactor_core.compaction.prompts import PROMPTS, SUMMARY_PREFIX
+from compactor_core.conversation.prompts import PROMPTS, SUMMARY_PREFIX
 
 SECRET = "sk-test-SECRET123"
 # Read at import: the suite's isolation fixture clears every CTXPACK_* variable before each test.

@@ -31,12 +31,12 @@ from compactor_core.batch.engines import Engine, local_chunks, run_all
 from compactor_core.batch.targets import DEFAULT_GLOBS, Listing, clean_up_after_killed_runs
 from compactor_core.compaction.outcome import Report
 from compactor_core.compaction.pipeline import run
+from compactor_core.conversation.formats import dump, parse
 from compactor_core.disk import atomic
 from compactor_core.disk import replace as files
 from compactor_core.disk.atomic import TEMP_SUFFIX, remove_stale_temp_files
 from compactor_core.disk.replace import FileState, Replacement, replace
 from compactor_core.ends.destinations import InPlace
-from compactor_core.ends.formats import dump, parse
 from compactor_core.ends.sources import LocalFile
 from compactor_core.errors import InputError, InputUnreadable, OutputError
 from compactor_core.process import Target, process

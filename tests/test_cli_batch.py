@@ -33,8 +33,8 @@ from helpers import (
 )
 from test_batch import encode, expected_micro, mixed_folder, session, tree, write_session
 
+from compactor_core.conversation.formats import parse
 from compactor_core.disk.atomic import TEMP_SUFFIX
-from compactor_core.ends.formats import parse
 from compactor_core.snapshots.base import session_id_for_file
 
 SUMMARY = re.compile(

@@ -29,7 +29,7 @@ from support_full import (
 
 from compactor_core.compaction import pipeline
 from compactor_core.compaction.estimate import estimate, quarters_to_tokens, text_quarters
-from compactor_core.ends.formats import parse
+from compactor_core.conversation.formats import parse
 from compactor_core.errors import ProviderError, RetryableProviderError
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.settings import Settings

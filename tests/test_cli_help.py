@@ -22,7 +22,12 @@ COMMANDS = cli.list_commands(click.Context(cli))  # restore, check, sessions loa
 # Options with no default worth showing: an output target, free text, or nothing when unset.
 NO_DEFAULT = {"output", "backup", "instructions", "command", "output_dir", "threshold"}
 NO_DEFAULT |= {"exclude_tools", "scheduler"}  # none excluded; no cluster unless named
-NO_DEFAULT_IN = {("sessions", "over"), ("serve", "upstream"), ("replay", "plot")}
+NO_DEFAULT_IN = {
+    ("sessions", "over"),
+    ("serve", "upstream"),
+    ("replay", "plot"),
+    ("report", "plot"),
+}
 NO_DEFAULT_IN |= {("restore", name) for name in ("session_id", "at", "keep", "older_than")}
 VARIABLES = (
     "CTXPACK_LANG",
@@ -146,7 +151,7 @@ def test_every_variable_is_documented() -> None:
 
 def test_max_concurrency_only_where_a_model_may_be_called() -> None:
     with_it = {name for name in COMMANDS if "--max-concurrency" in help_text(name)}
-    assert with_it == {"full", "auto", "serve"}  # serve: requests in flight upstream
+    assert with_it == {"full", "auto", "serve", "run"}  # serve (run's too): in flight upstream
 
 
 def test_bare_ctxpack_prints_the_short_usage_and_the_commands() -> None:

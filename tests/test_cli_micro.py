@@ -11,7 +11,7 @@ import pytest
 from bad_inputs import BAD_IDS, BAD_INPUTS, assert_one_line_error, bad_file
 from helpers import dumps, fingerprint, invoke
 
-from compactor_core.ends.formats import parse
+from compactor_core.conversation.formats import parse
 from compactor_core.errors import InputError
 from compactor_core.snapshots.base import session_id_for_file
 

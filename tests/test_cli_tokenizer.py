@@ -14,7 +14,7 @@ from helpers import REPO, corpus_files, dumps, invoke, run
 from tokenizer_reference import reference_total
 
 from compactor_core.compaction.estimate import counted_texts, estimate
-from compactor_core.ends.formats import parse
+from compactor_core.conversation.formats import parse
 
 INSTALL = "pip install 'ctxpack[tokenizers]'"
 PROSE = "我们需要先检查配置文件，然后重新运行测试，确认问题已经解决。"

@@ -20,7 +20,7 @@ from strategies import odd_conversations
 from compactor_core.compaction.estimate import estimate
 from compactor_core.compaction.full import full_compact
 from compactor_core.compaction.pipeline import run
-from compactor_core.ends.formats import Conversation, dumps
+from compactor_core.conversation.formats import Conversation, dumps
 from compactor_core.errors import ProviderError
 from compactor_core.providers.base import SummaryRequest
 from compactor_core.settings import RunSettings, Settings

@@ -60,7 +60,7 @@ def test_foundation_runs_with_streams_and_environment_locked_away() -> None:
         from pathlib import Path
         from compactor_core.disk import atomic, replace as files
         from compactor_core.compaction import estimate, micro
-        from compactor_core.ends import formats
+        from compactor_core.conversation import formats
         from compactor_core.snapshots import local_store as snapshot_store
 
         class Locked:

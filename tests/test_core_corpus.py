@@ -23,8 +23,8 @@ from helpers import (
 from reference import reference_estimate
 
 from compactor_core.compaction.estimate import breakdown, estimate
+from compactor_core.conversation.formats import dump, parse
 from compactor_core.conversation.tools import tool_result_turns
-from compactor_core.ends.formats import dump, parse
 
 FILES = corpus_files()
 IDS = [path.stem for path in FILES]

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import conversations, envelopes, json_values
 
-from compactor_core.ends.formats import MAX_DEPTH, Conversation, dump, dumps, parse
+from compactor_core.conversation.formats import MAX_DEPTH, Conversation, dump, dumps, parse
 from compactor_core.errors import InputError
 
 MESSAGES = [{"role": "user", "content": "你好"}, {"role": "assistant", "content": None}]

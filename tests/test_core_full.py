@@ -30,7 +30,7 @@ from compactor_core.compaction.estimate import estimate, quarters_to_tokens, tex
 from compactor_core.compaction.full import full_compact
 from compactor_core.compaction.pipeline import run
 from compactor_core.compaction.serialize import serialize
-from compactor_core.ends.formats import Conversation
+from compactor_core.conversation.formats import Conversation
 from compactor_core.errors import ProviderError, RetryableProviderError
 from compactor_core.settings import RunSettings, Settings
 

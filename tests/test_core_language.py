@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from support_full import PREFIX, anthropic_call, anthropic_result
 
 from compactor_core.compaction.full import full_compact
-from compactor_core.compaction.prompts import PROMPTS
 from compactor_core.conversation.language import conversation_language, resolve, text_language
+from compactor_core.conversation.prompts import PROMPTS
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.settings import Settings
 

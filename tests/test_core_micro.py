@@ -449,7 +449,7 @@ def test_any_json_value_is_a_tool_result(content: Any, compat: bool) -> None:
     from compactor_core.compaction.bareagent import serialize as reference_serialize
     from compactor_core.compaction.estimate import estimate
     from compactor_core.compaction.serialize import serialize
-    from compactor_core.ends.formats import dumps, parse
+    from compactor_core.conversation.formats import dumps, parse
 
     messages = anthropic_turn("t1", "db", content) + anthropic_turn("t2", "db", "new")
     conversation = parse(dumps(messages), "f.json")

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from strategies import conversations, json_values, texts
 
 from compactor_core.compaction.estimate import breakdown, estimate
-from compactor_core.ends.formats import dump, parse
+from compactor_core.conversation.formats import dump, parse
 from compactor_core.errors import InputError
 
 KEYS = [

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from compactor_core.conversation.formats import parse
 from compactor_core.disk.atomic import atomic_write
-from compactor_core.ends.formats import parse
 from compactor_core.errors import (
     InputError,
     InputUnreadable,

@@ -22,7 +22,7 @@ from compactor_core.compaction.estimate import (
 )
 from compactor_core.compaction.shrink import fit_prompt
 from compactor_core.compaction.tokenizers import NAMES, SPECS, Vocabulary, counter, find_vocabulary
-from compactor_core.ends.formats import parse
+from compactor_core.conversation.formats import parse
 from compactor_core.errors import ConfigError
 
 EXACT = tuple(SPECS)

@@ -26,7 +26,7 @@ from cluster_support import SECRET, Cluster, aws_environment, s3, s3_server, ses
 from helpers import CORPUS, CTXPACK, run, still_running
 
 from compactor_core.compaction.pipeline import run as run_job
-from compactor_core.ends.formats import dump, parse
+from compactor_core.conversation.formats import dump, parse
 from compactor_core.settings import RunSettings, Settings
 
 SUMMARY = re.compile(r"^ctxpack: (\d+) files, (\d+) changed, (\d+) failed, tokens (\d+) -> (\d+)")

@@ -14,7 +14,7 @@ from support_full import RecordingProvider, session_zh
 
 import compactor_core
 from compactor_core import Settings, Status, compact, defaults, run
-from compactor_core.ends.formats import Conversation, parse
+from compactor_core.conversation.formats import Conversation, parse
 from compactor_core.errors import InputError, ProviderError
 from compactor_core.settings import RunSettings
 

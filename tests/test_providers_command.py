@@ -16,7 +16,7 @@ import pytest
 from helpers import CTXPACK
 from providers_support import CONVERSATION, assert_compacted, clean_env, run_ctxpack
 
-from compactor_core.compaction.prompts import PROMPTS
+from compactor_core.conversation.prompts import PROMPTS
 from compactor_core.errors import ConfigError, ProviderError, RetryableProviderError
 from compactor_core.providers.base import SummaryRequest
 from compactor_core.providers.command import SYSTEM_PROMPT_VARIABLE, CommandSummarizer

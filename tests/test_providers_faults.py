@@ -48,7 +48,7 @@ from scripted_server import (
     free_port,
 )
 
-from compactor_core.compaction.prompts import PROMPTS
+from compactor_core.conversation.prompts import PROMPTS
 from compactor_core.errors import ProviderError, RetryableProviderError
 from compactor_core.providers.base import SummaryRequest
 from compactor_core.providers.http import MAX_RETRY_AFTER, JsonClient, retry_after

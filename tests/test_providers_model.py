@@ -36,7 +36,7 @@ from providers_support import (
     snapshots,
 )
 
-from compactor_core.compaction.prompts import PROMPTS, SUMMARY_PREFIX
+from compactor_core.conversation.prompts import PROMPTS, SUMMARY_PREFIX
 from compactor_core.providers.base import SummaryRequest
 from compactor_core.providers.openai import OpenAISummarizer
 from compactor_core.providers.registry import ProviderSettings

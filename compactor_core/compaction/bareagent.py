@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..conversation.formats import Message
 from ..conversation.tools import UNKNOWN_TOOL
-from ..ends.formats import Message
 
 
 def stringify(value: Any) -> str:

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from ..conversation.formats import Message
 from ..conversation.images import IMAGE_TYPES, image_tokens
 from ..conversation.tools import (
     UNKNOWN_TOOL,
@@ -31,7 +32,6 @@ from ..conversation.tools import (
     tool_names,
     tool_result_turns,
 )
-from ..ends.formats import Message
 
 _ASCII_ALNUM_WS = bytes(
     c for c in range(128) if chr(c).isalnum() or chr(c).isspace()

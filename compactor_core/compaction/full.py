@@ -11,15 +11,15 @@ import copy
 from dataclasses import dataclass, replace
 
 from ..conversation import language
+from ..conversation.formats import Message
+from ..conversation.prompts import PROMPTS, SUMMARY_PREFIX, system_prompt, user_prompt
 from ..conversation.tools import has_tool_result_block, tool_calls, tool_names, tool_result_ids
-from ..ends.formats import Message
 from ..errors import ProviderError, SummaryCutOff
 from ..providers.base import Summarizer, SummaryRequest, check_ready
 from ..settings import DEFAULT_SETTINGS, Settings
 from . import bareagent
 from .estimate import estimate, tokens_of
 from .micro import micro_compact
-from .prompts import PROMPTS, SUMMARY_PREFIX, system_prompt, user_prompt
 from .shrink import fit_prompt
 from .status import Status
 from .tokenizers import counter

@@ -11,8 +11,8 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..conversation.formats import Message
 from ..conversation.tools import UNKNOWN_TOOL, blocks, is_block, tool_names, tool_result_turns
-from ..ends.formats import Message
 from ..settings import DEFAULT_SETTINGS, Settings
 from . import bareagent
 from .estimate import json_text

@@ -14,8 +14,8 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
+from ..conversation.formats import Message
 from ..conversation.images import images_in, inspect, replace_with_text
-from ..ends.formats import Message
 
 
 def holds_images(message: Message) -> bool:

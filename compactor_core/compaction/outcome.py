@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from .status import Status
 
 if TYPE_CHECKING:
-    from ..ends.formats import Conversation
+    from ..conversation.formats import Conversation
     from ..errors import CtxpackError, ProviderError
 
 

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
+from ..conversation.formats import Conversation, Message
 from ..defaults import SESSION_ID
-from ..ends.formats import Conversation, Message
 from ..errors import ProviderError
 from ..settings import RunSettings, Settings
 from .estimate import estimate

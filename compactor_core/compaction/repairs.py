@@ -19,9 +19,9 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
+from ..conversation.formats import Message, dumps
 from ..conversation.images import Image, images_in, inspect, replace_with_text, size_text
 from ..conversation.tools import blocks, is_block, tool_calls, tool_names
-from ..ends.formats import Message, dumps
 from .micro import content_length, is_marker, marker
 
 IMAGE_BYTES = 5_000_000

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..conversation.formats import Message
 from ..conversation.tools import UNKNOWN_TOOL, tool_name, tool_names
-from ..ends.formats import Message
 from .estimate import json_text
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..ends.formats import Message
+from ..conversation.formats import Message
+from ..conversation.prompts import SUMMARY_PREFIX, user_prompt
 from ..settings import Settings
 from .estimate import HEURISTIC, Counter, json_text, tokens_of
 from .micro import micro_compact
-from .prompts import SUMMARY_PREFIX, user_prompt
 from .serialize import serialize
 
 LONG_TEXT = 2000  # characters; longer texts lose their middle in the second step

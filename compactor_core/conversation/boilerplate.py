@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..compaction.prompts import PROMPTS, SUMMARY_PREFIX
-from ..ends.formats import Message
+from .formats import Message
+from .prompts import PROMPTS, SUMMARY_PREFIX
 from .tools import blocks, is_block
 
 INJECTED_TAGS = (

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..ends.formats import Message
 from .boilerplate import user_texts
+from .formats import Message
 
 LANGUAGES = ("zh", "en")
 AUTO = "auto"

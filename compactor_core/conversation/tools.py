@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..ends.formats import Message
+from .formats import Message
 
 UNKNOWN_TOOL = "unknown"
 

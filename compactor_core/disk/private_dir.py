@@ -86,9 +86,10 @@ class PrivateDir:
 
     def open_own(self, name: str) -> int | None:
         """The user's own regular file ``name``, open for reading; None if it is missing, a
-        link, or anything else."""
+        link, or anything else (opened without blocking: a FIFO planted there never holds us)."""
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.fd)
+            fd = os.open(name, flags, dir_fd=self.fd)
         except OSError:
             return None
         status = os.fstat(fd)

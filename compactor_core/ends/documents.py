@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .. import defaults
 from ..compaction.estimate import HEURISTIC, Counter, breakdown, estimate
-from .formats import UTF8_BOM, Conversation, dump, parse
+from ..conversation.formats import UTF8_BOM, Conversation, dump, parse
 from .sources import LocalFile, RemoteObject, Source
 
 if TYPE_CHECKING:

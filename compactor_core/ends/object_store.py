@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..conversation.formats import Message, dumps
 from ..disk.atomic import atomic_write
 from ..errors import ConfigError, CtxpackError, InputUnreadable, IsADirectory, OutputError
 from ..snapshots.base import (
@@ -40,7 +41,6 @@ from ..snapshots.base import (
     check_session_id,
 )
 from ..snapshots.local_store import SnapshotStore
-from .formats import Message, dumps
 from .urls import is_url, join
 
 _EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs (gcsfs)", "gcs": "gcs (gcsfs)"}

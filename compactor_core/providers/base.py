@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..ends.formats import Message
+from ..conversation.formats import Message
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..compaction.pipeline import measure, run
 from ..compaction.status import Status
+from ..conversation.formats import Conversation, Message, dumps, load_value
 from ..conversation.tools import blocks, is_block, tool_calls, tool_result_ids
-from ..ends.formats import Conversation, Message, dumps, load_value
 from ..errors import CtxpackError
 from ..settings import RunSettings, Settings
+from .breakpoints import with_prefix_breakpoint
 from .ledger import NEW, Ledger, Reuse
 from .wire import Wire
 
@@ -102,6 +103,8 @@ class Compactor:
             if after is not outcome.conversation.messages:
                 tokens_out = measure(conversation.with_messages(after), self.settings)
         reuse = self.ledger.record(wire.header(body), before, after, self.clock())
+        if outcome.changed and wire.reads_cache_at_breakpoints and not reuse.stable:
+            after = with_prefix_breakpoint(body, after, reuse.forwarded_prefix)
         report = RequestReport(
             COMPACTED if outcome.changed else UNCHANGED,
             tokens_in=tokens_in,

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..agents.wire.response_items import has_text, is_call, is_context, is_output, texts, tool_use
-from ..ends.formats import Message, json_type
+from ..conversation.formats import Message, json_type
 from ..errors import InputError
 
 ITEMS = "ctxpack_items"  # the input indexes a message was made of

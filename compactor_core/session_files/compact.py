@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 from ..compaction.estimate import HEURISTIC, estimate, estimate_quarters, quarters_to_tokens
 from ..compaction.full import FullResult, PendingTurn
 from ..compaction.tokenizers import counter as counter_named
-from ..ends.formats import Message
+from ..conversation.formats import Message
 from ..settings import Settings
 from .base import Compaction, Record
 from .index import SessionIndex, load_view, pick, read_record, view_tokens

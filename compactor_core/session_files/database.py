@@ -27,13 +27,14 @@ import contextlib
 import hashlib
 import os
 import sqlite3
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 
-from ..ends.formats import dumps
+from ..conversation.formats import dumps
 from ..ends.sources import session_name
 from ..errors import InputError, InputUnreadable, OutputError, SessionInUse
 from .base import Record
@@ -140,6 +141,12 @@ def _reading(path: Path, label: str) -> Iterator[sqlite3.Connection]:
     try:
         connection.execute("BEGIN")  # one read transaction: every row from one moment
         yield connection
+    except sqlite3.OperationalError as error:
+        if is_locked(error):  # an agent holds it exclusively: try again later
+            raise SessionInUse(
+                f"{label}: the database is locked by its agent, left as is"
+            ) from None
+        raise InputError(f"{label}: cannot read the database: {error}", label) from None
     except sqlite3.DatabaseError as error:
         raise InputError(f"{label}: cannot read the database: {error}", label) from None
     finally:
@@ -171,6 +178,10 @@ def transaction(path: Path, label: str) -> Iterator[sqlite3.Connection]:
         raise OutputError(f"{label}: cannot write the database: {error}") from None
     finally:
         connection.close()
+
+
+def is_locked(error: sqlite3.Error) -> bool:
+    return "locked" in str(error) or "busy" in str(error)
 
 
 def session_rows(
@@ -242,10 +253,18 @@ def insert(connection: sqlite3.Connection, table: str, row: dict[str, Any]) -> N
 
 def _backup(path: Path, target: Path, label: str) -> None:
     """``--backup``: the whole database, as it is before the change, by SQLite's online backup
-    (a consistent copy even while others write), written beside it and renamed into place."""
-    temp = target.with_name(f".{target.name}.{os.getpid()}.ctxpack-tmp")
+    (a consistent copy even while others write), written beside it and renamed into place.
+
+    The copy is made in a file of its own, created as every temporary file is (exclusive, 0600,
+    an unpredictable name), and SQLite writes it through that open file (``/proc/self/fd``,
+    no journal beside it): a link planted at its name is never followed."""
+    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".ctxpack-tmp", dir=target.parent)
     try:
-        with _reading(path, label) as source, contextlib.closing(sqlite3.connect(temp)) as copy:
+        with (
+            _reading(path, label) as source,
+            contextlib.closing(sqlite3.connect(f"/proc/self/fd/{fd}")) as copy,
+        ):
+            copy.execute("PRAGMA journal_mode = OFF")
             source.execute("ROLLBACK")  # the backup makes its own read transactions
             source.backup(copy)
         os.replace(temp, target)
@@ -253,6 +272,8 @@ def _backup(path: Path, target: Path, label: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise OutputError(f"{target}: cannot write backup: {error}") from None
+    finally:
+        os.close(fd)
 
 
 # --- who holds it --------------------------------------------------------------------------------

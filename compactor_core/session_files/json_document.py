@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..ends.formats import UTF8_BOM
+from ..conversation.formats import UTF8_BOM
 from ..errors import InputError
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import orjson
 
 from .. import defaults
-from ..ends.formats import UTF8_BOM
+from ..conversation.formats import UTF8_BOM
 from ..errors import InputError
 from .records import lines, parse_fast
 

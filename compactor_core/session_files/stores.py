@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
-from ..ends.formats import dumps
+from ..conversation.formats import dumps
 from ..ends.sources import SQLITE_HEADER
 from ..errors import UsageError
 from .base import AgentFormat, Record

@@ -22,8 +22,8 @@ from typing import Any
 
 from ..compaction.estimate import quarters_and_images
 from ..compaction.micro import content_length, is_marker
+from ..conversation.formats import Message
 from ..conversation.tools import blocks, is_block, tool_calls
-from ..ends.formats import Message
 from .base import RecordInfo, ToolResult
 from .keys import NONE, KeyMap, key
 

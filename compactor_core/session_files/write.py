@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from ..ends.formats import dumps
+from ..conversation.formats import dumps
 from ..errors import InputError
 from .base import Record
 from .index import SessionIndex

@@ -37,7 +37,7 @@ from pathlib import Path, PurePath
 from typing import Any, Protocol
 
 from .. import defaults
-from ..ends.formats import Message
+from ..conversation.formats import Message
 from ..errors import UsageError
 
 DEFAULT_SESSION = defaults.SESSION_ID

@@ -32,9 +32,9 @@ from pathlib import Path
 
 import orjson
 
+from ..conversation.formats import Message, dumps
 from ..disk.atomic import TEMP_SUFFIX, remove_stale_temp_files, write_all
 from ..disk.private_dir import PrivateDir
-from ..ends.formats import Message, dumps
 from ..errors import InputError, InputUnreadable, OutputError
 from .base import (
     FILE_NAME,

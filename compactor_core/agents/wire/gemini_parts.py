@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...compaction.micro import is_marker
-from ...ends.formats import Message
+from ...conversation.formats import Message
 
 # What Gemini CLI (and Qwen Code) have the model say after a compression's summary.
 ACKNOWLEDGEMENT = "Got it. Thanks for the additional context!"

@@ -22,7 +22,7 @@ before this one, ``state`` says where the work stands, ``compose`` makes the lin
 from __future__ import annotations
 
 from ...compaction.estimate import estimate, quarters_to_tokens, text_quarters
-from ...ends.formats import Message
+from ...conversation.formats import Message
 from ..base import SummaryRequest
 from .compose import compose
 from .facts import Facts, gather, tool_outputs

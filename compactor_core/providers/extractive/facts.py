@@ -8,10 +8,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...compaction.micro import is_marker
-from ...compaction.prompts import SUMMARY_PREFIX
 from ...conversation.boilerplate import ACKNOWLEDGEMENTS, refusal, user_texts
+from ...conversation.formats import Message
+from ...conversation.prompts import SUMMARY_PREFIX
 from ...conversation.tools import UNKNOWN_TOOL, blocks, is_block
-from ...ends.formats import Message
 from .calls import Call
 
 # How a user's turn that corrects the assistant begins ("nah, roll back", "不对").
