@@ -89,7 +89,7 @@ _FLAG_WORDS: tuple[tuple[str, str], ...] = (
     (r"base_url=URL", "--base-url"),
     (r"max_tokens=N", "--max-tokens"),
     (r"command=COMMAND", "--command or CTXPACK_COMMAND"),
-    (r"use output=None", "use --in-place"),
+    (r"use output(_dir)?=None", "use --in-place"),
     (
         r"compact it in place \(the original is kept\), or give output=FILE",
         "add --in-place to shrink it where it is (the original is kept), or -o FILE or a "

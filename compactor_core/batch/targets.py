@@ -128,7 +128,7 @@ def matches(name: str, pattern: str) -> bool:
 
 def _claim(claimed: dict[str, str], destination: str, name: str, real: str) -> None:
     if destination == real:
-        raise OutputError(f"{name}: its output would overwrite it: use output=None instead")
+        raise OutputError(f"{name}: its output would overwrite it: use output_dir=None instead")
     if destination in claimed:
         raise OutputError(
             f"{destination}: would hold the results of both {claimed[destination]} and {name}: "
