@@ -13,7 +13,7 @@ import click
 from compactor_core.errors import CtxpackError
 
 from . import io, options, resolve
-from .exit_codes import TABLE, ExitStatus, combined, for_each_input, status_for
+from .exit_codes import TABLE, ExitStatus, combined, error_line, for_each_input, status_for
 
 if TYPE_CHECKING:
     from compactor_core.compaction.estimate import Counter
@@ -72,7 +72,7 @@ class CtxpackGroup(click.Group):
         try:
             return super().invoke(ctx)
         except CtxpackError as error:
-            io.warn(io.error_line(error))
+            io.warn(error_line(error))
             ctx.exit(status_for(error))
         except BrokenPipeError:
             _silence_stdout()

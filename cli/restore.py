@@ -11,7 +11,7 @@ import click
 from compactor_core.errors import CtxpackError
 
 from . import io, options
-from .exit_codes import ExitStatus, combined, status_for
+from .exit_codes import ExitStatus, combined, error_line, status_for
 
 if TYPE_CHECKING:
     from compactor_core.settings import RunSettings
@@ -202,7 +202,7 @@ def _restore_files(
             last_run = newest(found.snapshots, lambda s: s.rewritten is not None)
             done = restore_file(stores[0], file, snapshot, last_run, rules, dry_run)
         except CtxpackError as error:
-            io.warn(io.error_line(error))
+            io.warn(error_line(error))
             failures.append(status_for(error))
             continue
         _say(name, snapshot, done)
@@ -260,7 +260,7 @@ def _restore_sessions(
         if not sessions:
             raise UsageError(f"{name}: no session of it has a snapshot in {store.location}")
     except CtxpackError as error:
-        io.warn(io.error_line(error))
+        io.warn(error_line(error))
         return [status_for(error)]
     for each in sessions:
         label = session_name(path, each)
@@ -269,7 +269,7 @@ def _restore_sessions(
                 store, path, each, agent_format.store_type, choice, dry_run
             )
         except CtxpackError as error:
-            io.warn(io.error_line(error))
+            io.warn(error_line(error))
             failures.append(status_for(error))
             continue
         _say(label, snapshot, done)

@@ -19,6 +19,7 @@ import click
 from compactor_core.serve import limits
 
 from . import io, options, resolve
+from .exit_codes import in_flag_words
 
 if TYPE_CHECKING:
     from compactor_core.providers.catalog import ProviderSettings
@@ -158,7 +159,7 @@ def serve(
         body_timeout=client_timeout,
         hosts=None if allow_remote else local_hosts(listening.getsockname()[1], host),
     )
-    app = Proxy(limits, Compactor(settings, summarizer), io.warn, summarizer)
+    app = Proxy(limits, Compactor(settings, summarizer), _log, summarizer)
     io.write_stdout(f"{address}\n".encode())
     io.warn(f"serving {address} -> {upstream} (auto, threshold {settings.threshold})")
     _run(uvicorn, app, listening, shutdown_timeout, client_timeout)
@@ -295,3 +296,8 @@ def _listen(host: str, port: int) -> socket.socket:
 def _address(listening: socket.socket) -> str:
     host, port = listening.getsockname()[:2]
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _log(line: str) -> None:
+    """A request's log line, its reasons in the command line's words."""
+    io.warn(in_flag_words(line))

@@ -91,7 +91,7 @@ def test_in_use_by_idle_time_and_by_a_writer(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(b"{}\n")
     now = time.time()
-    assert "less than --min-idle" in (in_use(path, now, 60) or "")
+    assert "less than min_idle=" in (in_use(path, now, 60) or "")
     os.utime(path, (now - 120, now - 120))
     assert in_use(path, now, 60) is None
     reader = subprocess.Popen(

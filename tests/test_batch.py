@@ -292,7 +292,7 @@ def test_two_inputs_for_one_output_file_are_refused(tmp_path: Path) -> None:
 def test_an_input_that_would_be_its_own_output_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "d"
     write_session(root / "a.json")
-    with pytest.raises(OutputError, match="in-place"):
+    with pytest.raises(OutputError, match="output_dir=None"):
         find_targets([str(root)], True, output_dir=root)
 
 

@@ -169,7 +169,7 @@ class OpenCode(StoredFormat):
         if session is None:
             raise UsageError(
                 f"{label}: a database of sessions: name one as {label}#SESSION "
-                "(ctxpack sessions --agent opencode lists them)"
+                "(list_sessions(agent='opencode') lists them)"
             )
         return OpenCodeStore(Path(handle.name), session, label)
 

@@ -367,7 +367,7 @@ def dask_pool(scheduler: str | None, workers: int) -> Iterator[Pool]:
         from distributed import Client, LocalCluster, wait
     except ImportError:
         raise ConfigError(
-            "--engine dask needs the dask extra: pip install 'ctxpack[dask]'"
+            "Engine(kind='dask') needs the dask extra: pip install 'ctxpack[dask]'"
         ) from None
     with _client(Client, LocalCluster, scheduler, workers) as client:
         threads = sum(client.nthreads().values()) or workers

@@ -75,9 +75,8 @@ class ToStream(_Elsewhere):
     def prepare(self, document: Document, run: RunSettings) -> None:
         if self.terminal and document.guarded:
             raise UsageError(
-                f"{document.label}: an agent's session file is not written to a terminal: add "
-                "--in-place to shrink it where it is (the original is kept), or -o FILE or a "
-                "redirection to write the result elsewhere"
+                f"{document.label}: an agent's session file is not written to a terminal: compact "
+                "it in place (the original is kept), or give output=FILE"
             )
 
     def write(
@@ -176,7 +175,7 @@ class InPlace:
             busy = document.busy(run)  # the agent's own signs: Cline's status, OpenCode's
             if busy:
                 raise SessionInUse(
-                    f"{document.label}: in use by its agent ({busy}): skipped, see --force"
+                    f"{document.label}: in use by its agent ({busy}): skipped, see force=True"
                 )
 
     def write(

@@ -119,13 +119,13 @@ class DatabaseStore(SessionStore):
         if pid is not None:  # it writes its own copy of the session back: --force or not
             raise SessionInUse(
                 f"{self.label}: in use by its agent (process {pid} of the agent has the "
-                "database open): not compacted, not even with --force (it keeps the session in "
+                "database open): not compacted, not even with force=True (it keeps the session in "
                 "memory and writes it back); quit the agent, then run again"
             )
         if self.changed_at is not None and not rules.force:
             idle = rules.time().timestamp() - self.changed_at
             if idle < rules.min_idle:
-                return f"changed {max(idle, 0):.0f}s ago, less than --min-idle {rules.min_idle:g}s"
+                return f"changed {max(idle, 0):.0f}s ago, less than min_idle={rules.min_idle:g}s"
         return None
 
 

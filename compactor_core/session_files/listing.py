@@ -73,7 +73,7 @@ def _in_use_among_others(
     """A session of a database: changed within ``min_idle`` by its own times, or its file open
     for writing by another process."""
     if found.mtime is not None and now - found.mtime < min_idle:
-        return f"changed {max(now - found.mtime, 0):.0f}s ago, less than --min-idle {min_idle:g}s"
+        return f"changed {max(now - found.mtime, 0):.0f}s ago, less than min_idle={min_idle:g}s"
     writer = writer_of(status.st_dev, status.st_ino, proc)
     return f"open for writing by process {writer}" if writer is not None else None
 

@@ -66,13 +66,13 @@ class SessionStore:
     def result(self, result: Result) -> Iterator[bytes]:
         """The bytes of the session's new file."""
         raise UsageError(
-            f"{self.label}: a session in a database is changed in place only: use --in-place"
+            f"{self.label}: a session in a database is changed in place only: use output=None"
         )
 
     def original(self) -> Iterator[bytes]:
         """The bytes of the session's file as it was read."""
         raise UsageError(
-            f"{self.label}: a session in a database is changed in place only: use --in-place"
+            f"{self.label}: a session in a database is changed in place only: use output=None"
         )
 
     def write_in_place(self, result: Result, run: RunSettings, details: Details) -> str | None:

@@ -93,7 +93,7 @@ def restore_file(
         if set_aside is not None and not rules.force:
             raise WouldDrop(
                 f"{label}: restoring would set aside {set_aside.describe()}: not restored "
-                "(restore --force puts the original back and keeps this version as a "
+                "(restore_file(force=True) puts the original back and keeps this version as a "
                 "'replaced' snapshot)"
             )
         if dry_run:
