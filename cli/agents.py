@@ -7,12 +7,18 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from . import io, options
-from .exit_codes import ExitStatus, combined, for_each_input
+from .exit_codes import ExitStatus, combined, for_each_input, in_flag_words
+
+if TYPE_CHECKING:
+    from compactor_core.session_files.base import AgentFormat
+
+# The agents whose sessions ctxpack finds (each format's ``agent``; a test checks the registry).
+AGENTS = ("claude", "codex", "gemini", "qwen", "pi", "copilot", "cline", "opencode")
 
 # --- check ---------------------------------------------------------------------------------------
 
@@ -104,7 +110,7 @@ def _count(number: int, what: str) -> str:
 )
 @click.option(
     "--agent",
-    type=click.Choice(["claude", "codex", "gemini", "qwen", "pi", "copilot", "cline", "opencode"]),
+    type=click.Choice(AGENTS),
     help="Only this agent's sessions [default: every agent's].",
 )
 @click.option(
@@ -126,14 +132,8 @@ def sessions(agent: str | None, over: int | None, min_idle: float, as_json: bool
     """
     from compactor_core.conversation.formats import dumps
     from compactor_core.session_files.listing import list_sessions
-    from compactor_core.session_files.registry import agent_formats
 
-    homes = [
-        (agent_format, _home(agent_format.home_variable, agent_format.home_default))
-        for agent_format in agent_formats()
-        if agent in (None, agent_format.agent)
-    ]
-    found = list_sessions(homes, time.time(), min_idle)
+    found = list_sessions(agent_homes(agent), time.time(), min_idle)
     if over is not None:
         found = [entry for entry in found if entry.tokens is not None and entry.tokens > over]
     if as_json:
@@ -147,7 +147,8 @@ def sessions(agent: str | None, over: int | None, min_idle: float, as_json: bool
                 "tokens": entry.tokens,
                 "modified": datetime.fromtimestamp(entry.mtime).astimezone().isoformat(),
                 "in_use": entry.in_use is not None,
-                "in_use_reason": entry.in_use,  # why it is in use (null when it is not)
+                # why it is in use (null when it is not)
+                "in_use_reason": entry.in_use and in_flag_words(entry.in_use),
             }
             io.write_stdout(dumps(row) + b"\n")
         return
@@ -174,6 +175,18 @@ def sessions(agent: str | None, over: int | None, min_idle: float, as_json: bool
         for row in rows
     )
     io.write_stdout(text.encode())
+
+
+def agent_homes(agent: str | None = None) -> list[tuple[AgentFormat, Path]]:
+    """Each agent's format and its home folder, from its variable (else the default under ~);
+    only ``agent``'s where one is named."""
+    from compactor_core.session_files.registry import agent_formats
+
+    return [
+        (each, _home(each.home_variable, each.home_default))
+        for each in agent_formats()
+        if agent in (None, each.agent)
+    ]
 
 
 def _home(variable: str, default: str) -> Path:

@@ -13,7 +13,6 @@ from . import io, options
 from .exit_codes import combined, for_each_input
 
 if TYPE_CHECKING:
-    from compactor_core.replay.pricing import Pricing
     from compactor_core.replay.run import Replay
     from compactor_core.settings import Settings
 
@@ -29,7 +28,7 @@ PROFILES = (
         "ctxpack replay session.json                     # the bill, three policies, two uses",
         "ctxpack replay --threshold 20000 ~/.claude/projects/-home-me-app/*.jsonl",
         "ctxpack replay --pricing openai --json session.json | jq .rows",
-        "ctxpack replay --read 0.25 --write 1 --plot tokens.svg session.json",
+        "ctxpack replay --read 0.25 --write 1 --plot bill.svg session.json",
     )
 )
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
@@ -38,10 +37,9 @@ PROFILES = (
     "--pricing",
     "profile",
     type=click.Choice(PROFILES),
-    default="anthropic-5m",
-    show_default=True,
-    help="Cache prices and time to live: anthropic-5m (read 0.1x, write 1.25x, 5 min), "
-    "anthropic-1h (0.1x, 2x, 1 h), openai (0.1x, 1x, 5 min).",
+    help="Cache rules, prices and time to live: anthropic-5m (read 0.1x, write 1.25x, 5 min), "
+    "anthropic-1h (0.1x, 2x, 1 h), openai (0.1x, 1x, 5 min) [default: what the session file "
+    "records (Claude Code: anthropic-5m or -1h; Codex: openai), else anthropic-5m].",
 )
 @click.option(
     "--read",
@@ -76,33 +74,28 @@ PROFILES = (
 @click.option(
     "--plot",
     metavar="FILE.svg|FILE.png",
-    help="Draw tokens per request for each policy (one input; needs ctxpack[plot]).",
+    help="Draw the bill: cumulative billed input per policy, and each request as read, "
+    "written and plain (one input; needs ctxpack[plot]).",
 )
 def replay(files: tuple[str, ...], **chosen: Any) -> None:
     """Replay saved sessions request by request and print what each policy would be billed.
 
-    A request is made before each assistant message, with the history up to it. Each goes
-    through auto as an agent loop that keeps ctxpack's output would send it, and as a caller
-    that re-sends its raw history every time (a proxy). Beside the history untouched and the
-    seed's policy (micro on every call): input tokens billed with prompt caching (the cached
-    part is the longest prefix of whole messages equal to the previous request, an envelope's
-    system included; a gap over the TTL is a miss), the cache hit rate, the tokens sent and the
-    biggest request. Agents' session files (their timestamps) and conversations alike.
+    A request is made before each assistant message, with the history up to it; a session file
+    that records its usage (Claude Code, Codex) gives its own requests, across its compactions,
+    and its bill as recorded, the first row. Each request goes through auto as an agent loop
+    that keeps ctxpack's output would send it, and as a caller that re-sends its raw history
+    every time (a proxy). Beside the history untouched and the seed's policy (micro on every
+    call): input tokens billed by the provider's cache rules (Anthropic's breakpoints, placed
+    where Claude Code places them, and 20-block lookback; OpenAI's prefix cache), the cache hit
+    rate, the tokens sent and the biggest request. A file without a record is a simulation.
     """
-    from compactor_core.replay.pricing import pricing
-
     plot = chosen.pop("plot")
     if plot and len(files) > 1:
         raise click.UsageError("--plot draws one session: name one input")
     image_format = plot.rpartition(".")[2].lower() if plot else None
     if image_format is not None and image_format not in ("svg", "png"):
         raise click.UsageError(f"--plot {plot}: the picture's name must end in .svg or .png")
-    prices = pricing(chosen.pop("profile"), chosen.pop("read"), chosen.pop("write"))
-    ttl = chosen.pop("ttl")
-    if ttl is not None:
-        from dataclasses import replace
-
-        prices = replace(prices, ttl=ttl)
+    prices = {name: chosen.pop(name) for name in ("profile", "read", "write", "ttl")}
     as_json, format_name = chosen.pop("as_json"), chosen.pop("format_name")
     settings = _settings(chosen)
     done: list[Replay] = []
@@ -138,14 +131,18 @@ def _settings(chosen: dict[str, Any]) -> Settings:
     )
 
 
-def _replay_file(name: str, format_name: str, settings: Settings, prices: Pricing) -> Replay:
+def _replay_file(name: str, format_name: str, settings: Settings, prices: dict[str, Any]) -> Replay:
+    """The file replayed at the prices chosen, on the file's own profile where none was."""
     from compactor_core.ends.documents import open_document
     from compactor_core.replay import recordings
+    from compactor_core.replay.pricing import DEFAULT_PROFILE, pricing
     from compactor_core.replay.run import replay as replay_recording
 
     with open_document(io.source_of(name), format_name) as document:
         recording = recordings.of(document)
-    return replay_recording(recording, settings, prices)
+    profile = prices["profile"] or recording.profile or DEFAULT_PROFILE
+    chosen = pricing(profile, prices["read"], prices["write"], prices["ttl"])
+    return replay_recording(recording, settings, chosen)
 
 
 def _report(result: Replay, label: str, as_json: bool) -> None:

@@ -22,7 +22,12 @@ COMMANDS = cli.list_commands(click.Context(cli))  # restore, check, sessions loa
 # Options with no default worth showing: an output target, free text, or nothing when unset.
 NO_DEFAULT = {"output", "backup", "instructions", "command", "output_dir", "threshold"}
 NO_DEFAULT |= {"exclude_tools", "scheduler"}  # none excluded; no cluster unless named
-NO_DEFAULT_IN = {("sessions", "over"), ("serve", "upstream"), ("replay", "plot")}
+NO_DEFAULT_IN = {
+    ("sessions", "over"),
+    ("serve", "upstream"),
+    ("replay", "plot"),
+    ("report", "plot"),
+}
 NO_DEFAULT_IN |= {("restore", name) for name in ("session_id", "at", "keep", "older_than")}
 VARIABLES = (
     "CTXPACK_LANG",

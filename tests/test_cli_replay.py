@@ -13,6 +13,7 @@ from compactor_core.replay.pricing import PROFILES as CORE_PROFILES
 
 TRANSCRIPT = CORPUS / "oai_openhands_ponyc4593.json"
 SESSION = TESTS / "fixtures" / "codex" / "compacted.jsonl"
+RECORDED = CORPUS / "originals" / "cc_kimi_516b7270__full.jsonl"  # a real Claude Code session
 
 
 def test_the_table_compares_three_policies_in_two_ways_of_use() -> None:
@@ -20,13 +21,14 @@ def test_the_table_compares_three_policies_in_two_ways_of_use() -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.decode().splitlines()
     assert lines[0].startswith(f"{TRANSCRIPT}: 33 requests; anthropic-5m: read 0.1x, write 1.25x")
-    assert lines[1] == "  chosen: cache-aware, threshold 10000, min-gain 5000, keep-recent 3"
-    assert lines[2].split()[:2] == ["way", "of"]
-    policies = [line.split("  ")[1:3] for line in lines[3:]]
+    assert lines[1] == "  basis: a simulation (the file records no usage)"
+    assert lines[2] == "  chosen: cache-aware, threshold 10000, min-gain 5000, keep-recent 3"
+    assert lines[3].split()[:2] == ["way", "of"]
+    policies = [line.split("  ")[1:3] for line in lines[4:]]
     assert len(policies) == 5
-    assert lines[3].split()[:2] == ["either", "untouched"]
-    assert "every-turn (seed)" in lines[4] and "cache-aware" in lines[5]
-    assert "re-sends history" in lines[6]
+    assert lines[4].split()[:2] == ["either", "untouched"]
+    assert "every-turn (seed)" in lines[5] and "cache-aware" in lines[6]
+    assert "re-sends history" in lines[7]
     assert result.stderr == b""
 
 
@@ -36,7 +38,14 @@ def test_json_for_scripts_and_a_total_only_in_the_table() -> None:
     reports = [json.loads(line) for line in result.stdout.decode().splitlines()]
     assert [report["file"] for report in reports] == [str(TRANSCRIPT), str(SESSION)]
     first = reports[0]
-    assert first["pricing"] == {"name": "openai", "read": 0.1, "write": 1.0, "ttl": 300.0}
+    assert first["pricing"] == {
+        "name": "openai",
+        "rules": "openai",
+        "read": 0.1,
+        "write": 1.0,
+        "ttl": 300.0,
+    }
+    assert first["recorded"] is None
     rows = {(row["use"], row["policy"]): row for row in first["rows"]}
     assert rows[("any", "untouched")]["vs_untouched"] == 1.0
     assert rows[("keeps", "chosen")]["billed"] < rows[("keeps", "seed")]["billed"]
@@ -45,14 +54,36 @@ def test_json_for_scripts_and_a_total_only_in_the_table() -> None:
     assert "total of 2 files" in table
 
 
-def test_explicit_multipliers_and_ttl_replace_the_profile() -> None:
+def test_explicit_multipliers_and_ttl_replace_the_files_own_profile() -> None:
     result = run("replay", "--json", "--read", "0.25", "--write", "1", "--ttl", "60", SESSION)
     report = json.loads(result.stdout)
-    assert report["pricing"] == {
-        "name": "anthropic-5m, custom",
+    assert report["pricing"] == {  # a Codex rollout: OpenAI's prefix cache
+        "name": "openai, custom",
+        "rules": "openai",
         "read": 0.25,
         "write": 1.0,
         "ttl": 60.0,
+    }
+    named = run("replay", "--json", "--pricing", "anthropic-1h", SESSION)
+    assert json.loads(named.stdout)["pricing"]["name"] == "anthropic-1h"
+
+
+def test_a_session_that_records_its_usage_gets_its_receipt() -> None:
+    result = run("replay", "--threshold", "20000", RECORDED)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.decode().splitlines()
+    assert lines[0] == (f"{RECORDED}: 42 requests; anthropic-5m: read 0.1x, write 1.25x, ttl 300 s")
+    assert lines[1].startswith("  basis: recorded usage of 42 requests; simulated with ")
+    assert lines[4].split()[:5] == ["either", "as", "recorded", "303,994", "0.96x"]
+    assert lines[5].split()[:2] == ["either", "untouched"]
+    report = json.loads(run("replay", "--json", RECORDED).stdout)
+    assert report["recorded"] == {
+        "requests": 42,
+        "input": 48,
+        "cache_read": 1687293,
+        "cache_write": 108173,
+        "cache_write_1h": 0,
+        "billed": 303993.55,
     }
 
 

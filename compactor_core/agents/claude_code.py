@@ -10,9 +10,8 @@ the main thread (sidechains are a subagent's), stopping at the latest ``compact_
 ``parentUuid`` is null (``logicalParentUuid`` remembers what came before). Where a parent is
 missing (or already on the chain), Claude Code goes on from the latest record of the same thread
 written at most 5 s before (``GAP_WINDOW_MS``), as the view does; past a longer gap the chain
-ends there. Assistant records sharing ``message.id`` are one reply, and consecutive user records
-are one message (tool results of parallel calls are written one record each), the way Claude
-Code joins them for the API.
+ends there. Assistant records sharing ``message.id`` are one reply, consecutive user records one
+message (the results of parallel calls are one record each), as Claude Code joins them for the API.
 
 A full compaction is appended the way Claude Code's own ``/compact`` writes it: a ``system``
 record of subtype ``compact_boundary`` (parent null, ``logicalParentUuid`` the last record,
@@ -45,6 +44,7 @@ from ..session_files.keys import NONE
 from ..session_files.records import first_value, milliseconds
 from ..session_files.table import MISSING, NO_PARENT, RecordTable
 from ..session_files.ui_copies import shrink_strings
+from .claude_code_usage import recorded_usage
 
 CONVERSATION = ("user", "assistant")
 BOUNDARY = "system:compact_boundary"
@@ -85,6 +85,7 @@ class ClaudeCode(AgentFormat):
     agent = "claude"
     home_variable = "CLAUDE_CONFIG_DIR"
     home_default = ".claude"
+    cache_rules, recorded_usage = "anthropic", staticmethod(recorded_usage)  # claude_code_usage
 
     def claims(self, record: Any) -> bool:
         if not isinstance(record, dict) or not isinstance(record.get("type"), str):

@@ -25,7 +25,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -35,6 +35,7 @@ from ..conversation.formats import Message
 from ..session_files.base import (
     Compaction,
     Record,
+    RecordedCall,
     RecordInfo,
     SessionFile,
     ViewMessage,
@@ -42,9 +43,10 @@ from ..session_files.base import (
 )
 from ..session_files.json_document import read_document
 from ..session_files.stores import DOCUMENT, Result, SessionStore, StoredFormat
+from ..session_files.usage import calls_of, token_count
 
 if TYPE_CHECKING:
-    from ..settings import SessionRules
+    from ..settings import RunSettings
 
 MESSAGES = "messages"
 RESULTS = "results"
@@ -77,7 +79,7 @@ class ClineStore(SessionStore):
     def original(self) -> Iterator[bytes]:
         yield self.data
 
-    def busy(self, rules: SessionRules) -> str | None:
+    def busy(self, rules: RunSettings) -> str | None:
         """Cline's own word: ``<id>.json`` says a live process of its has the session (a word
         ``--force`` overrides: it may be stale)."""
         if self.path is None or rules.force:
@@ -116,6 +118,11 @@ class Cline(StoredFormat):
     home_default = ".cline"
     kept_as = DOCUMENT
     store_type = ClineStore
+
+    def recorded_usage(self, records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
+        """Each assistant message's ``metrics`` (Anthropic's counting: ``inputTokens`` is plain,
+        the cache's reads and writes apart), at its ``ts``."""
+        return calls_of(records, _usage)
 
     def claims_document(self, value: Any) -> bool:
         return (
@@ -297,3 +304,17 @@ def _alive_cline(pid: int, proc: Path) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z" and b"cline" in command.lower()
+
+
+def _usage(record: Record) -> dict[str, Any] | None:
+    metrics, model = record.get("metrics"), record.get("modelInfo")
+    if record.get("role") != "assistant" or not isinstance(metrics, dict):
+        return None
+    return {
+        "time": record.get("ts"),
+        "model": model.get("id") if isinstance(model, dict) else None,
+        "plain": metrics.get("inputTokens"),
+        "read": metrics.get("cacheReadTokens"),
+        "written": metrics.get("cacheWriteTokens"),
+        "output": token_count(metrics.get("outputTokens")),
+    }

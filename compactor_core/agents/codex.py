@@ -53,6 +53,7 @@ from ..session_files.base import (
 from ..session_files.records import first_record
 from ..session_files.table import RecordTable
 from ..session_files.ui_copies import shrink_strings
+from .codex_usage import recorded_usage
 from .wire.response_items import has_text, is_call, is_context, is_output, texts, tool_use
 
 RECORD_TYPES = frozenset(
@@ -95,6 +96,8 @@ class Codex(AgentFormat):
     agent = "codex"
     home_variable = "CODEX_HOME"
     home_default = ".codex"
+    cache_rules = "openai"
+    recorded_usage = staticmethod(recorded_usage)  # from its token_count events
 
     def claims(self, record: Any) -> bool:
         return (

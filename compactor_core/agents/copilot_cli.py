@@ -23,21 +23,25 @@ copies of the pending turn's events (new ids, chained after it).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..conversation.formats import Message
 from ..session_files.base import (
+    COMPACTED,
+    RESUMED,
     AgentFormat,
     Answer,
     Compaction,
     Record,
+    RecordedCall,
     RecordInfo,
     SessionFile,
     ViewMessage,
 )
 from ..session_files.ui_copies import shrink_strings
+from ..session_files.usage import calls_of, token_count
 
 SYSTEM = "system.message"
 USER = "user.message"
@@ -50,6 +54,10 @@ SUMMARY_INTRO = (
     "Here is a summary of the prior context:\n<summary>\n"
 )
 SUMMARY_END = "\n</summary>\n"
+
+
+USAGE = "session.usage_record"  # the event that holds a model request's usage
+_CHANGES = {"session.compaction_complete": COMPACTED, "session.resume": RESUMED}
 
 
 class CopilotCli(AgentFormat):
@@ -204,6 +212,11 @@ class CopilotCli(AgentFormat):
             parent = event_id
         return events
 
+    def recorded_usage(self, records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
+        """Each ``session.usage_record`` event (OpenAI's counting: ``inputTokens`` holds the
+        cache's reads and writes); a compaction or a resume changed what the next one sent."""
+        return calls_of(records, _usage, lambda record: _CHANGES.get(str(record.get("type"))))
+
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         for path in sorted((home / "session-state").glob("*/events.jsonl")):
             yield SessionFile(path, path.parent.name, _cwd_of(path) or "")
@@ -261,3 +274,18 @@ def _uuid4() -> str:
     import uuid
 
     return str(uuid.uuid4())
+
+
+def _usage(record: Record) -> dict[str, Any] | None:
+    data = record.get("data")
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if record.get("type") != USAGE or not isinstance(usage, dict):
+        return None
+    return {
+        "time": record.get("timestamp"),
+        "model": usage.get("model"),
+        "prompt": usage.get("inputTokens"),
+        "read": usage.get("cacheReadTokens"),
+        "written": usage.get("cacheWriteTokens"),
+        "output": token_count(usage.get("outputTokens")),
+    }

@@ -23,7 +23,7 @@ pending turn's messages as they are) and ``lastUpdated``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from ..session_files.base import (
     AgentFormat,
     Compaction,
     Record,
+    RecordedCall,
     RecordInfo,
     SessionFile,
     ViewMessage,
@@ -40,6 +41,7 @@ from ..session_files.base import (
 )
 from ..session_files.records import first_record
 from ..session_files.ui_copies import shrink_strings
+from ..session_files.usage import recorded_call, token_count
 from .wire import gemini_parts
 from .wire.gemini_parts import ACKNOWLEDGEMENT, Part, Setter
 
@@ -157,6 +159,27 @@ class GeminiCli(AgentFormat):
         kept = _pending_messages(compaction)
         messages = [summary, acknowledgement, *kept]
         return [{SET: {"messages": messages, "lastUpdated": stamp}}]
+
+    def recorded_usage(self, records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
+        """Each reply's ``tokens`` (Gemini's counting: ``input`` holds ``cached``). Gemini CLI
+        writes a reply again as it grows: its last copy counts, at the line of its first."""
+        calls: dict[Any, RecordedCall] = {}
+        for index, record in records:
+            tokens = record.get("tokens")
+            if record.get("type") != "gemini" or not isinstance(tokens, dict):
+                continue
+            key = record.get("id", index)
+            first = calls[key].line if key in calls else index
+            output = token_count(tokens.get("output")) + token_count(tokens.get("thoughts"))
+            calls[key] = recorded_call(
+                first,
+                time=record.get("timestamp"),
+                model=record.get("model"),
+                prompt=tokens.get("input"),
+                read=tokens.get("cached"),
+                output=output,
+            )
+        return list(calls.values())
 
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         gemini = home if (home / "tmp").is_dir() else home / ".gemini"

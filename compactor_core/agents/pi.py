@@ -20,16 +20,18 @@ therefore stays where it is and is sent after the summary).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..conversation.formats import Message
 from ..session_files.base import (
+    COMPACTED,
     AgentFormat,
     Answer,
     Compaction,
     Record,
+    RecordedCall,
     RecordInfo,
     SessionFile,
     ViewMessage,
@@ -38,6 +40,7 @@ from ..session_files.base import (
 from ..session_files.keys import key
 from ..session_files.records import first_record, milliseconds
 from ..session_files.ui_copies import shrink_strings
+from ..session_files.usage import calls_of, token_count
 
 HEADER = "session"
 COMPACTION = "compaction"
@@ -179,6 +182,11 @@ class Pi(AgentFormat):
             parent = own
         return entries
 
+    def recorded_usage(self, records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
+        """Each assistant message's ``usage`` (Anthropic's counting: ``input`` is plain);
+        a ``compaction`` entry changed what the next request sent."""
+        return calls_of(records, _usage, lambda record: _CHANGES.get(str(record.get("type"))))
+
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         for path in sorted((home / "sessions").glob("*/*.jsonl")):
             header = first_record(path)
@@ -295,3 +303,21 @@ def _new_id(compaction: Compaction) -> str:
         candidate = uuid.uuid4().hex[:8]
         if key(candidate) not in taken:
             return candidate
+
+
+_CHANGES = {"compaction": COMPACTED}
+
+
+def _usage(record: Record) -> dict[str, Any] | None:
+    message = record.get("message")
+    if not isinstance(message, dict) or not isinstance(message.get("usage"), dict):
+        return None
+    usage = message["usage"]
+    return {
+        "time": record.get("timestamp"),
+        "model": message.get("model"),
+        "plain": usage.get("input"),
+        "read": usage.get("cacheRead"),
+        "written": usage.get("cacheWrite"),
+        "output": token_count(usage.get("output")),
+    }

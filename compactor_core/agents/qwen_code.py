@@ -22,7 +22,7 @@ pending turn's contents.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from ..session_files.base import (
     Answer,
     Compaction,
     Record,
+    RecordedCall,
     RecordInfo,
     SessionFile,
     ViewMessage,
@@ -39,6 +40,7 @@ from ..session_files.base import (
 )
 from ..session_files.records import first_record
 from ..session_files.ui_copies import shrink_strings
+from ..session_files.usage import calls_of, token_count
 from .wire import gemini_parts
 from .wire.gemini_parts import ACKNOWLEDGEMENT
 
@@ -60,6 +62,9 @@ RESUME_TRAILER = (
     "not acknowledge the summary, do not re-introduce, do not greet the user again."
 )
 _SESSION_KEYS = ("sessionId", "cwd", "version", "gitBranch")
+
+
+API_RESPONSE = "qwen-code.api_response"  # the telemetry event that holds a request's usage
 
 
 class QwenCode(AgentFormat):
@@ -175,6 +180,11 @@ class QwenCode(AgentFormat):
             parent = own
         return records
 
+    def recorded_usage(self, records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
+        """Each ``qwen-code.api_response`` event of a ``ui_telemetry`` record (OpenAI's
+        counting: the input holds what was cached)."""
+        return calls_of(records, _usage)
+
     def session_files(self, home: Path) -> Iterator[SessionFile]:
         for path in sorted((home / "projects").glob("*/chats/*.jsonl")):
             first = first_record(path)
@@ -271,3 +281,18 @@ def _uuid4() -> str:
 def _response_id(part: Any) -> Any:
     response = part.get("functionResponse") if isinstance(part, dict) else None
     return response.get("id") if isinstance(response, dict) else None
+
+
+def _usage(record: Record) -> dict[str, Any] | None:
+    payload = record.get("systemPayload")
+    event = payload.get("uiEvent") if isinstance(payload, dict) else None
+    if not isinstance(event, dict) or event.get("event.name") != API_RESPONSE:
+        return None
+    thoughts = token_count(event.get("thoughts_token_count"))
+    return {
+        "time": record.get("timestamp"),
+        "model": event.get("model"),
+        "prompt": event.get("input_token_count"),
+        "read": event.get("cached_content_token_count"),
+        "output": token_count(event.get("output_token_count")) + thoughts,
+    }

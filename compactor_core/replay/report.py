@@ -10,6 +10,7 @@ from ..defaults import CACHE_AWARE, EVERY_TURN
 from .run import CHOSEN, KEEPS, RESENDS, SEED, UNTOUCHED, USES, Replay
 
 USE_LABELS = {KEEPS: "keeps its output", RESENDS: "re-sends history"}
+RECORDED = "recorded"  # the row of the bill as the agent recorded it
 RUNS = ((KEEPS, UNTOUCHED), *((use, policy) for use in USES for policy in (SEED, CHOSEN)))
 
 
@@ -38,7 +39,7 @@ def figures(replays: Sequence[Replay]) -> list[dict[str, Any]]:
             tally["cached"] += bill.cached
             tally["biggest"] = max(tally["biggest"], bill.biggest)
     base = sums[(KEEPS, UNTOUCHED)]
-    rows = []
+    rows = [] if (recorded := _recorded(replays, base)) is None else [recorded]
     for use, policy in RUNS:
         tally = sums[(use, policy)]
         seed = None if policy == UNTOUCHED else sums[(use, SEED)]["billed"]
@@ -61,6 +62,28 @@ def figures(replays: Sequence[Replay]) -> list[dict[str, Any]]:
     return rows
 
 
+def _recorded(replays: Sequence[Replay], base: dict[str, Any]) -> dict[str, Any] | None:
+    """The bill as the files record it, first; None unless every file records its usage."""
+    receipts = [replay.recorded for replay in replays]
+    if not receipts or any(receipt is None for receipt in receipts):
+        return None
+    billed = sum(receipt.billed for receipt in receipts if receipt)
+    sent = sum(receipt.sent for receipt in receipts if receipt)
+    read = sum(receipt.cache_read for receipt in receipts if receipt)
+    return {
+        "use": "any",
+        "policy": RECORDED,
+        "name": "as recorded",
+        "billed": round(billed, 2),
+        "vs_untouched": _ratio(billed, base["billed"]),
+        "vs_seed": None,
+        "hit_rate": _ratio(read, sent) or 0.0,
+        "sent": sent,
+        "sent_vs_untouched": _ratio(sent, base["sent"]),
+        "biggest": max(receipt.biggest for receipt in receipts if receipt),
+    }
+
+
 def _ratio(value: float, base: float) -> float | None:
     return round(value / base, 4) if base else None
 
@@ -73,15 +96,22 @@ def as_json(replay: Replay, label: str) -> dict[str, Any]:
         "requests": replay.requests,
         "pricing": {
             "name": prices.name,
+            "rules": prices.rules,
             "read": prices.read,
             "write": prices.write,
             "ttl": prices.ttl,
+        },
+        "recorded": replay.recorded.as_json() if replay.recorded else None,
+        "calibration": {
+            "extras": replay.calibration.extras,
+            "scale": round(replay.calibration.scale, 4),
+            "prefix_changes": len(replay.calibration.changes),
         },
         "settings": settings_line(replay),
         "rows": figures([replay]),
         "per_request": {
             f"{'any' if policy == UNTOUCHED else use}/{policy}": [
-                [request.tokens, request.cached]
+                [request.tokens, request.cached, request.written]
                 for request in replay.find(use, policy).bill.requests
             ]
             for use, policy in RUNS
@@ -92,7 +122,20 @@ def as_json(replay: Replay, label: str) -> dict[str, Any]:
 def render(replay: Replay, label: str) -> str:
     """The table for one file, under a line saying what was replayed and how it was priced."""
     title = f"{label}: {replay.requests} requests; {replay.prices.describe()}"
-    return f"{title}\n  chosen: {settings_line(replay)}\n{table(figures([replay]))}\n"
+    chosen = f"  chosen: {settings_line(replay)}"
+    return f"{title}\n  basis: {_basis(replay)}\n{chosen}\n{table(figures([replay]))}\n"
+
+
+def _basis(replay: Replay) -> str:
+    """What the figures stand on: the agent's record, or a simulation alone."""
+    if replay.recorded is None:
+        return "a simulation (the file records no usage)"
+    calibration = replay.calibration
+    return (
+        f"recorded usage of {replay.recorded.requests} requests; simulated with "
+        f"{calibration.extras:,} tokens of system prompt and tools a request, "
+        f"{calibration.scale:.2f} tokens per estimated token"
+    )
 
 
 HEADER = ("way of use", "policy", "billed", "vs untouched", "vs seed", "cache hits", "sent")

@@ -240,6 +240,41 @@ class Problem:
     note: bool = False
 
 
+# The changes to its own prompt that an agent's file shows (``RecordedCall.change``): they break
+# the cached prefix, so the next request writes the cache again.
+COMPACTED = "compaction"  # the agent's own compaction or context clearing
+RESUMED = "resume"  # a resumed session: the context rebuilt
+PROMPT_CHANGED = "prompt changed"  # the system prompt or the tools (another agent version, say)
+THINKING_DROPPED = "thinking dropped"  # a new prompt: the API drops earlier thinking blocks
+CHANGES = (COMPACTED, RESUMED, PROMPT_CHANGED, THINKING_DROPPED)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedCall:
+    """One model request as the agent recorded its usage (``AgentFormat.recorded_usage``).
+
+    Tokens as the provider counted them: ``input`` is the plain input (neither read from the
+    cache nor written into it), so the four add up to the request's input tokens.
+    """
+
+    line: int  # the record the request came before: what the view holds up to it was sent
+    time: float | None  # seconds since the epoch, when the file says
+    input: int
+    cache_read: int
+    cache_write_5m: int = 0
+    cache_write_1h: int = 0
+    model: str | None = None
+    side: bool = False  # a subagent's request (Claude Code's sidechain): not the view's
+    output: int = 0  # the reply's tokens (thinking included), as recorded
+    # What the agent itself changed in its prompt since its previous request, where the file
+    # shows it: one of the CHANGES above, or None.
+    change: str | None = None
+
+    @property
+    def tokens(self) -> int:
+        return self.input + self.cache_read + self.cache_write_5m + self.cache_write_1h
+
+
 class AgentFormat(ABC):
     """One agent's session format. Stateless: one instance serves every file."""
 
@@ -346,6 +381,20 @@ class AgentFormat(ABC):
         record keeps something else, False if nothing is left of it (the record goes), None if
         this format cannot."""
         return None
+
+    # --- the bill: what the agent recorded of its model requests (default: nothing) ---
+
+    # Whose prompt cache the agent's requests meet (``replay.cache_rules.RULES``), if known.
+    cache_rules: ClassVar[str | None] = None
+
+    def recorded_usage(self, records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
+        """The usage of each model request the file records, oldest first, each request once.
+
+        ``records`` is every record of the file with its line index, in file order (the
+        framework's ``usage.recorded_calls`` reads them); a format that records no usage keeps
+        this default and returns []. ``replay`` prices the calls as the receipt and simulates a
+        request before each one; ``report`` and the statusline add them up."""
+        return []
 
     def answer_calls(self, answer: Answer) -> list[Record] | None:
         """The records that answer ``answer.calls`` with an error result, as the agent writes a

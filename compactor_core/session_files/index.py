@@ -112,6 +112,33 @@ def index_session(
     return SessionIndex(agent_format, source, infos, view, size, ends_with_newline, measure)
 
 
+def view_before(session: SessionIndex, line: int) -> Sequence[ViewMessage]:
+    """The conversation view as it stood before record ``line`` was written: what the agent
+    sent then (the format's view of the lines before it)."""
+    return session.format.view(_Before(session.infos, line))  # type: ignore[arg-type]
+
+
+class _Before:
+    """The table as if it ended before ``end``: every accessor is the table's own."""
+
+    def __init__(self, infos: RecordTable, end: int) -> None:
+        self._infos, self._end = infos, end
+
+    def __len__(self) -> int:
+        return self._end
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self._infos[index] for index in range(self._end))
+
+    def __getitem__(self, index: int) -> Any:
+        if not -self._end <= index < self._end:
+            raise IndexError(index)
+        return self._infos[index % self._end]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._infos, name)
+
+
 def _foreign(record: Record, own: AgentFormat, others: Sequence[AgentFormat]) -> str | None:
     for other in others:
         if other.claims(record):

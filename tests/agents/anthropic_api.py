@@ -28,8 +28,12 @@ def summary_reply(summary: str) -> Reply:
     return Reply(text=f"<analysis>What happened so far.</analysis>\n<summary>{summary}</summary>")
 
 
-def message(reply: Reply, model: str, input_tokens: int) -> dict[str, Any]:
-    """The whole reply as one Messages API response."""
+def message(
+    reply: Reply, model: str, input_tokens: int, usage: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The whole reply as one Messages API response; ``usage``: its input side as billed
+    (``billing.anthropic_usage``), else ``input_tokens`` alone."""
+    input_side = usage or {"input_tokens": input_tokens}
     content: list[dict[str, Any]] = []
     if reply.thinking:
         signature = new_id("sig_")
@@ -48,19 +52,20 @@ def message(reply: Reply, model: str, input_tokens: int) -> dict[str, Any]:
         "content": content,
         "stop_reason": "tool_use" if reply.calls else "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": input_tokens, "output_tokens": _output_tokens(content)},
+        "usage": {**input_side, "output_tokens": _output_tokens(content)},
     }
 
 
 def stream(whole: dict[str, Any]) -> Iterator[bytes]:
-    """The same response as the SSE events of a streamed reply."""
+    """The same response as the SSE events of a streamed reply (``message_delta``'s usage is
+    cumulative, as the API's: the input side again, the output tokens in full)."""
     start = {**whole, "content": [], "stop_reason": None}
     start["usage"] = {**whole["usage"], "output_tokens": 1}
     yield _event("message_start", {"type": "message_start", "message": start})
     for index, block in enumerate(whole["content"]):
         yield from _block_events(index, block)
     delta = {"stop_reason": whole["stop_reason"], "stop_sequence": None}
-    usage = {"output_tokens": whole["usage"]["output_tokens"]}
+    usage = whole["usage"]
     yield _event("message_delta", {"type": "message_delta", "delta": delta, "usage": usage})
     yield _event("message_stop", {"type": "message_stop"})
 

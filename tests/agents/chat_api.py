@@ -36,7 +36,8 @@ def message(reply: Reply) -> dict[str, Any]:
     return answer
 
 
-def completion(reply: Reply, model: str, input_tokens: int) -> dict[str, Any]:
+def completion(reply: Reply, model: str, input_tokens: int, cached: int = 0) -> dict[str, Any]:
+    """``input_tokens`` of which ``cached`` were read from the prompt cache."""
     answer = message(reply)
     return {
         "id": new_id("chatcmpl-"),
@@ -44,7 +45,7 @@ def completion(reply: Reply, model: str, input_tokens: int) -> dict[str, Any]:
         "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "message": answer, "finish_reason": _finish(answer)}],
-        "usage": _usage(answer, input_tokens),
+        "usage": _usage(answer, input_tokens, cached),
     }
 
 
@@ -75,12 +76,13 @@ def _finish(answer: dict[str, Any]) -> str:
     return "tool_calls" if answer.get("tool_calls") else "stop"
 
 
-def _usage(answer: dict[str, Any], input_tokens: int) -> dict[str, int]:
+def _usage(answer: dict[str, Any], input_tokens: int, cached: int) -> dict[str, Any]:
     output = max(1, len(json.dumps(answer)) // 4)
     return {
         "prompt_tokens": input_tokens,
         "completion_tokens": output,
         "total_tokens": input_tokens + output,
+        "prompt_tokens_details": {"cached_tokens": cached},
     }
 
 

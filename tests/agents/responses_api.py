@@ -71,7 +71,8 @@ def output_items(reply: Reply) -> list[dict[str, Any]]:
     return items
 
 
-def stream(reply: Reply, model: str, input_tokens: int) -> Iterator[bytes]:
+def stream(reply: Reply, model: str, input_tokens: int, cached: int = 0) -> Iterator[bytes]:
+    """``input_tokens`` of which ``cached`` were read from the prompt cache."""
     response_id = new_id("resp_")
     base = {"id": response_id, "object": "response", "model": model}
     yield _event("response.created", {**base, "status": "in_progress", "output": []})
@@ -81,7 +82,7 @@ def stream(reply: Reply, model: str, input_tokens: int) -> Iterator[bytes]:
     output_tokens = max(1, len(json.dumps(items)) // 4)
     usage = {
         "input_tokens": input_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": cached},
         "output_tokens": output_tokens,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": input_tokens + output_tokens,

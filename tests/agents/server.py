@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 from helpers import serve_in_background
 
 from agents import anthropic_api, chat_api, gemini_api, responses_api
+from agents.billing import Billing, anthropic_usage
 from agents.limits import Limits, refusal
 from agents.script import Reply, Script
 
@@ -84,6 +85,9 @@ class ModelServer:
     # is answered
     limits: Limits | None = None
     refusals: list[str] = field(default_factory=list)  # why each refused request was refused
+    # replies whose usage is billed from the body by the providers' cache rules; None: the
+    # usage is input_tokens(raw), nothing cached
+    billing: Billing | None = None
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -166,7 +170,8 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 else:
                     reply = server.script.next_reply()
                 model = str(body.get("model"))
-                self._stream(responses_api.stream(reply, model, server.input_tokens(raw)))
+                tokens, cached = self._openai_usage(path, body, raw)
+                self._stream(responses_api.stream(reply, model, tokens, cached))
             elif path == "/v1/chat/completions" and isinstance(body, dict):
                 self._chat(body, raw)
             elif gemini_api.method(path) and isinstance(body, dict):
@@ -186,7 +191,9 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 reply = anthropic_api.summary_reply(server.script.summary)
             else:
                 reply = server.script.next_reply()
-            whole = anthropic_api.message(reply, str(body.get("model")), server.input_tokens(raw))
+            billed = server.billing and anthropic_usage(server.billing.messages(body))
+            model = str(body.get("model"))
+            whole = anthropic_api.message(reply, model, server.input_tokens(raw), billed or None)
             if body.get("stream"):
                 self._stream(anthropic_api.stream(whole))
             else:
@@ -195,11 +202,19 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
         def _chat(self, body: dict[str, Any], raw: bytes) -> None:
             reply = _turn_reply(server, chat_api.offers_tools(body), body)
             model = str(body.get("model"))
-            whole = chat_api.completion(reply, model, server.input_tokens(raw))
+            tokens, cached = self._openai_usage("/v1/chat/completions", body, raw)
+            whole = chat_api.completion(reply, model, tokens, cached)
             if body.get("stream"):
                 self._stream(chat_api.stream(whole))
             else:
                 self._send(200, "application/json", json.dumps(whole))
+
+        def _openai_usage(self, path: str, body: dict[str, Any], raw: bytes) -> tuple[int, int]:
+            """The input tokens and, of those, the cached ones."""
+            if server.billing is None:
+                return server.input_tokens(raw), 0
+            usage = server.billing.openai_request(path, body)
+            return usage.tokens, usage.read
 
         def _gemini(self, path: str, body: dict[str, Any], raw: bytes) -> None:
             model, method = gemini_api.method(path) or ("", "")

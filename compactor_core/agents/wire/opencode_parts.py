@@ -6,15 +6,19 @@ it was aborted after saying something); otherwise each of its steps (``step-star
 divide them) is one assistant message (its text, reasoning and calls) followed by one of its
 calls' results: a completed tool's ``state.output`` ("[Old tool result content cleared]" once
 OpenCode pruned it, unless ctxpack's marker is there), an error's text, "[Tool execution was
-interrupted]" for one that never ended. Every call so has its result.
+interrupted]" for one that never ended. Every call so has its result. An assistant message's
+``tokens`` are its request's usage (``recorded_usage``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from ...compaction.micro import is_marker
 from ...conversation.formats import Message
+from ...session_files.base import COMPACTED, Record, RecordedCall
+from ...session_files.usage import calls_of, token_count
 
 COMPACTION_TEXT = "What did we do so far?"
 CLEARED = "[Old tool result content cleared]"
@@ -109,3 +113,37 @@ def _result(part: dict[str, Any]) -> dict[str, Any]:
     else:
         output = INTERRUPTED
     return {"type": "tool_result", "tool_use_id": part.get("callID"), "content": output}
+
+
+def recorded_usage(records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
+    """Each assistant message's ``tokens`` (the AI SDK's counting: ``input`` is plain, the
+    cache's reads and writes apart); a ``compaction`` part changed what the next request sent."""
+    return calls_of(records, _usage, _change)
+
+
+def _usage(record: Record) -> dict[str, Any] | None:
+    info = record.get("info")
+    if not isinstance(info, dict) or info.get("role") != "assistant":
+        return None
+    tokens, time = info.get("tokens"), info.get("time")
+    if not isinstance(tokens, dict):
+        return None
+    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    return {
+        "time": time.get("created") if isinstance(time, dict) else None,
+        "model": info.get("modelID"),
+        "plain": tokens.get("input"),
+        "read": cache.get("read"),
+        "written": cache.get("write"),
+        "output": token_count(tokens.get("output")) + token_count(tokens.get("reasoning")),
+    }
+
+
+def _change(record: Record) -> str | None:
+    parts = record.get("parts")
+    compacted = isinstance(parts, list) and any(_is_compaction(part) for part in parts)
+    return COMPACTED if compacted else None
+
+
+def _is_compaction(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") == "compaction"
