@@ -138,6 +138,7 @@ Shell completion (add the line to your shell's start-up file):
         "run": "cli.wrap:run",
         "restore": "cli.restore:restore",
         "serve": "cli.serve:serve",
+        "setup": "cli.setup:setup",
         "sessions": "cli.agents:sessions",
     },
     epilog="\n\n".join([EXAMPLES, _environment(), COMPLETION, TABLE]),

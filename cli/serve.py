@@ -82,12 +82,14 @@ proxy_options = options.bundle(
 
 
 @click.command(
+    cls=options.RawArgsCommand,
     epilog=options.epilog(
         "ctxpack serve --upstream https://api.anthropic.com  # ANTHROPIC_BASE_URL=http://127.0.0.1:8765",
         "ctxpack serve --upstream https://api.openai.com --port 8766  # OPENAI_BASE_URL=…:8766/v1",
         "ctxpack serve --port 0 --upstream https://api.openai.com  # prints the address it got",
         "ctxpack serve --upstream https://api.anthropic.com --provider anthropic --threshold 80000",
-    )
+        "ctxpack serve --install --upstream https://api.anthropic.com  # at every log-in",
+    ),
 )
 @click.option(
     "--upstream",
@@ -117,12 +119,19 @@ proxy_options = options.bundle(
     "talks to the upstream as the agent, with any key they send, and uses --provider's key "
     "for summaries.",
 )
+@click.option(
+    "--install",
+    is_flag=True,
+    help="Install this command, without --install, as a service started at log-in (a systemd "
+    "user unit; a launchd agent on macOS), and say how to start it.",
+)
 @proxy_options
 def serve(
     upstream: str,
     port: int,
     host: str,
     allow_remote: bool,
+    install: bool,
     max_concurrency: int,
     max_body: int,
     upstream_timeout: float,
@@ -142,9 +151,13 @@ def serve(
     from compactor_core.serve.guard import local_hosts
     from compactor_core.serve.proxy import Proxy, ProxySettings
 
-    uvicorn = _uvicorn()
     upstream = _checked_upstream(upstream)
     _check_host(host, allow_remote)
+    if install:
+        from .service import install_service
+
+        return install_service([a for a in options.raw_args() if a != "--install"])
+    uvicorn = _uvicorn()
     resolver = resolve.resolver(given)
     settings = resolve.settings(given, resolver, summarizing=True)
     listening = _listen(host, port)

@@ -22,6 +22,7 @@ import click
 
 from . import io, options, resolve
 from .serve import proxy_options
+from .service import this_ctxpack
 
 # The signals ctxpack passes on; SIGCHLD tells it the agent (or serve) has exited.
 PASSED_ON = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1)
@@ -30,16 +31,8 @@ STOP_SERVE_SECONDS = 10
 COMMAND_NOT_FOUND = 127  # as a shell says it
 
 
-class RawArgsCommand(click.Command):
-    """Keeps the arguments as given, so that serve gets its options exactly as written."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        ctx.meta["raw_args"] = list(args)
-        return super().parse_args(ctx, args)
-
-
 @click.command(
-    cls=RawArgsCommand,
+    cls=options.RawArgsCommand,
     context_settings={"allow_interspersed_args": False},
     epilog=options.epilog(
         "ctxpack run claude                             # Claude Code through ctxpack serve",
@@ -69,7 +62,7 @@ def run(upstream: str | None, agent: str, agent_args: tuple[str, ...], **given: 
     from compactor_core.serve.pointing import pointing
 
     route = pointing(agent, os.environ, Path.home())
-    raw = click.get_current_context().meta["raw_args"]
+    raw = options.raw_args()
     serve_options = raw[: len(raw) - 1 - len(agent_args)]
     if serve_options[-1:] == ["--"]:
         serve_options.pop()
@@ -111,7 +104,7 @@ def start_serve(upstream: str, serve_options: list[str], state: Path) -> Serving
     log_path = state / "run.log"
     with _log_file(log_path) as log:
         process = subprocess.Popen(
-            [*_ctxpack(), "serve", "--port", "0", "--upstream", upstream, *serve_options],
+            [*this_ctxpack(), "serve", "--port", "0", "--upstream", upstream, *serve_options],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=log,
@@ -161,11 +154,6 @@ def _exit_as(status: int) -> None:
     signal.signal(-status, signal.SIG_DFL)
     os.kill(os.getpid(), -status)
     sys.exit(128 - status)  # a signal whose default is not to end the process
-
-
-def _ctxpack() -> list[str]:
-    """This ctxpack, with this Python and its import path (-P: not the working folder's)."""
-    return [sys.executable, "-P", "-c", "from cli.main import main; main()"]
 
 
 def _without_upstream(serve_options: list[str]) -> list[str]:

@@ -76,23 +76,43 @@ class Pointing:
         if self.codex_provider:
             table = f"model_providers.{self.codex_provider}"
             overrides = [
-                f"{table}.base_url={json.dumps(self.proxied(proxy))}",
+                f"{table}.base_url={toml_value(self.proxied(proxy))}",
                 f"{table}.supports_websockets=false",
             ]
         else:
             overrides = [
                 f"model_provider={json.dumps(CODEX_PROVIDER)}",
-                f"model_providers.{CODEX_PROVIDER}={codex_provider_table(self.proxied(proxy))}",
+                f"model_providers.{CODEX_PROVIDER}={toml_value(codex_provider(self.proxied(proxy)))}",
             ]
         return [argument for override in overrides for argument in ("-c", override)]
 
 
-def codex_provider_table(base_url: str) -> str:
-    """Codex's built-in OpenAI provider, at another address, without WebSockets (inline TOML)."""
-    return (
-        f'{{name = "OpenAI", base_url = {json.dumps(base_url)}, wire_api = "responses", '
-        "requires_openai_auth = true, supports_websockets = false}"
-    )
+def codex_provider(base_url: str) -> dict[str, Any]:
+    """Codex's built-in OpenAI provider, at another address, without WebSockets."""
+    return {
+        "name": "OpenAI",
+        "base_url": base_url,
+        "wire_api": "responses",
+        "requires_openai_auth": True,
+        "supports_websockets": False,
+    }
+
+
+def toml_value(value: Any) -> str:
+    """A value as TOML writes it (tables inline), for ``-c`` overrides and ``config.toml``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_key(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a TOML basic string
+
+
+def _key(key: str) -> str:
+    return key if key.replace("_", "").replace("-", "").isalnum() else json.dumps(key)
 
 
 def agent_kind(command: str) -> str:
