@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import shlex
 import sys
 from pathlib import Path
 
@@ -14,7 +13,6 @@ from compactor_core.errors import UsageError
 
 from . import io, options
 from .serve import DEFAULT_PORT
-from .service import ctxpack_command
 
 DEFAULT_ADDRESS = f"http://127.0.0.1:{DEFAULT_PORT}"
 
@@ -22,7 +20,6 @@ DEFAULT_ADDRESS = f"http://127.0.0.1:{DEFAULT_PORT}"
 @click.command(
     epilog=options.epilog(
         "ctxpack setup claude                  # settings.json: env.ANTHROPIC_BASE_URL at serve",
-        "ctxpack setup claude --statusline     # only the statusline: ctxpack statusline",
         "ctxpack setup codex --dry-run         # show the change to config.toml, write nothing",
         "ctxpack setup claude --undo           # settings.json back as it was, byte for byte",
     )
@@ -35,15 +32,10 @@ DEFAULT_ADDRESS = f"http://127.0.0.1:{DEFAULT_PORT}"
     metavar="URL",
     help="Where serve listens (ctxpack serve --port, --host).",
 )
-@click.option(
-    "--statusline",
-    is_flag=True,
-    help="Claude Code: install `ctxpack statusline` as its statusline, and change nothing else.",
-)
 @click.option("--undo", is_flag=True, help="Put back the file as it was before the first setup.")
 @click.option("--dry-run", is_flag=True, help="Show the change; write nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Write without asking.")
-def setup(agent: str, address: str, statusline: bool, undo: bool, dry_run: bool, yes: bool) -> None:
+def setup(agent: str, address: str, undo: bool, dry_run: bool, yes: bool) -> None:
     """Make AGENT go through a running ctxpack serve every time, in its own settings.
 
     Claude Code: env.ANTHROPIC_BASE_URL in its settings.json. Codex: a provider "ctxpack" at
@@ -63,14 +55,11 @@ def setup(agent: str, address: str, statusline: bool, undo: bool, dry_run: bool,
     if undo:
         io.warn(changes.undo(path))
         return
-    if statusline and agent != "claude":
-        raise click.BadParameter("only Claude Code has a statusline command", param_hint="agent")
     old = path.read_bytes() if path.exists() else None
     route = pointing.pointing(agent, os.environ, home)
     address = address.rstrip("/")
     if agent == "claude":
-        line = shlex.join([*ctxpack_command(), "statusline"]) if statusline else None
-        new = changes.claude_settings(old, None if statusline else address, line)
+        new = changes.claude_settings(old, address)
     else:
         new = changes.codex_config(old, route, route.proxied(address))
     if new == old:
@@ -86,7 +75,7 @@ def setup(agent: str, address: str, statusline: bool, undo: bool, dry_run: bool,
     atomic_write(path, new, new_file_mode=0o600)
     io.warn(f"{path}: written; as it was: {path.name}{changes.BACKUP} beside it")
     io.warn(f"undo: ctxpack setup {agent} --undo")
-    if not statusline and not route.base_url.startswith(address):
+    if not route.base_url.startswith(address):
         io.warn(f"serve must be running: ctxpack serve --upstream {route.upstream} (--install)")
 
 

@@ -1,7 +1,7 @@
 """``ctxpack setup``: an agent's own settings, changed to go through a running ``ctxpack serve``.
 
-- Claude Code: ``settings.json``: ``env.ANTHROPIC_BASE_URL`` at serve; ``statusLine`` runs
-  ``ctxpack statusline``. Every other key stays as it was (JSON, indented by 2).
+- Claude Code: ``settings.json``: ``env.ANTHROPIC_BASE_URL`` at serve. Every other key stays
+  as it was (JSON, indented by 2).
 - Codex: ``config.toml``: ``model_provider = "ctxpack"`` and a ``[model_providers.ctxpack]`` table
   at serve, WebSockets off: the built-in OpenAI provider's stand-in
   (``pointing.codex_provider``), or a copy of the user's own provider at serve. The file
@@ -28,15 +28,12 @@ ABSENT = ".before-ctxpack.absent"
 _TABLE_HEADER = re.compile(r"^\s*\[")
 
 
-def claude_settings(old: bytes | None, base_url: str | None, statusline: str | None) -> bytes:
-    """Claude Code's ``settings.json`` with serve's address in its ``env`` (``base_url``) and
-    the command ``statusline`` as its statusline; every other key as it was."""
+def claude_settings(old: bytes | None, base_url: str) -> bytes:
+    """Claude Code's ``settings.json`` with serve's address in its ``env`` (``base_url``);
+    every other key as it was."""
     settings: dict[str, Any] = _json_object(old) if old else {}
-    if base_url:
-        env = settings.get("env") if isinstance(settings.get("env"), dict) else {}
-        settings["env"] = {**env, "ANTHROPIC_BASE_URL": base_url}
-    if statusline:
-        settings["statusLine"] = {"type": "command", "command": statusline, "padding": 0}
+    env = settings.get("env") if isinstance(settings.get("env"), dict) else {}
+    settings["env"] = {**env, "ANTHROPIC_BASE_URL": base_url}
     return (json.dumps(settings, indent=2, ensure_ascii=False) + "\n").encode()
 
 
