@@ -49,7 +49,7 @@ from harness import CTXPACK, DATA_DIR, ENV, ROOT, Report, best_in_process, run_o
 
 from compactor_core.compaction.pipeline import run as run_job
 from compactor_core.conversation.formats import dump, parse
-from compactor_core.settings import Job
+from compactor_core.settings import RunSettings
 
 CORPUS = ROOT / "tests" / "corpus"
 WORK = DATA_DIR / "batch"
@@ -135,7 +135,7 @@ def batch_command(folder: Path, jobs: str, snapshots: bool) -> list[str]:
 def compute_time(template: Path, repeat: int) -> float:
     """Best in-process time of what the batch computes for every file, from bytes in memory."""
     contents = [path.read_bytes() for path in sorted(template.rglob("*.json*"))]
-    job = Job("micro", measure=True)
+    job = RunSettings("micro", measure=True)
 
     def compute() -> None:
         for data in contents:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from . import io, options
-from .exit_codes import ExitStatus, combined, for_each_input
+from .exit_codes import ExitStatus, combined, for_each_input, in_flag_words
 
 if TYPE_CHECKING:
     from compactor_core.session_files.base import AgentFormat
@@ -147,7 +147,8 @@ def sessions(agent: str | None, over: int | None, min_idle: float, as_json: bool
                 "tokens": entry.tokens,
                 "modified": datetime.fromtimestamp(entry.mtime).astimezone().isoformat(),
                 "in_use": entry.in_use is not None,
-                "in_use_reason": entry.in_use,  # why it is in use (null when it is not)
+                # why it is in use (null when it is not)
+                "in_use_reason": entry.in_use and in_flag_words(entry.in_use),
             }
             io.write_stdout(dumps(row) + b"\n")
         return

@@ -153,7 +153,7 @@ def _rewrites() -> Callable[[Path], list[float]]:
     from compactor_core.snapshots.base import ORIGINAL
     from compactor_core.snapshots.local_store import SnapshotStore
 
-    from .settings import Resolver
+    from .resolve import Resolver
 
     times: dict[str, list[float]] = {}
     try:

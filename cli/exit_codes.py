@@ -1,7 +1,14 @@
-"""Exit statuses (SPEC §6), and the one place where core errors become them."""
+"""Exit statuses (SPEC §6), and the one place where core errors become them and their words.
+
+The core's messages name what a library caller can change: its arguments (``force=True``,
+``min_idle=60s``, ``output=FILE``) and functions. ``in_flag_words`` says the same in the
+command line's words (``--force``, ``--min-idle 60s``, ``-o FILE``), for every line the CLI
+prints from the core: errors, skipped inputs, summary warnings, session listings, serve's log.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from enum import IntEnum
 
@@ -72,6 +79,49 @@ _STATUS_OF_ERROR: list[tuple[type[CtxpackError], ExitStatus]] = [
 ]
 
 
+# (the core's words, as a pattern; the command line's), applied in turn: the more specific first.
+_FLAG_WORDS: tuple[tuple[str, str], ...] = (
+    (r"restore_file\(force=True\)", "restore --force"),
+    (r"force=True", "--force"),
+    (r"min_idle=", "--min-idle "),
+    (r"snapshots=FOLDER", "--snapshot-dir"),
+    (r"format=NAME", "--format"),
+    (r"base_url=URL", "--base-url"),
+    (r"max_tokens=N", "--max-tokens"),
+    (r"command=COMMAND", "--command or CTXPACK_COMMAND"),
+    (r"use output(_dir)?=None", "use --in-place"),
+    (
+        r"compact it in place \(the original is kept\), or give output=FILE",
+        "add --in-place to shrink it where it is (the original is kept), or -o FILE or a "
+        "redirection to write the result elsewhere",
+    ),
+    (r"output_dir=FOLDER", "--output-dir"),
+    (r"Engine\(kind='dask'\)", "--engine dask"),
+    (r"plotting\(\)", "--plot"),
+    (r"list_sessions\(agent='([\w-]+)'\)", r"ctxpack sessions --agent \1"),
+    (r"\(or give the file instead\)", "(or give the file: ctxpack restore FILE)"),
+    (r"\(SnapshotStore\.select\(\) lists them\)", "(ctxpack restore --list shows them)"),
+    (r"as SnapshotStore\.select\(\) lists it", "as --list shows it"),
+    (r"\bat='", "--at '"),
+    (r"to_prune needs keep=N or older_than=AGE", "--prune needs --keep N or --older-than AGE"),
+    (r"older_than='", "--older-than '"),
+)
+_FLAG_PATTERNS = tuple((re.compile(pattern), flag) for pattern, flag in _FLAG_WORDS)
+
+
+def in_flag_words(message: str) -> str:
+    """The core's message with its arguments named as the command line's flags."""
+    for pattern, flag in _FLAG_PATTERNS:
+        message = pattern.sub(flag, message)
+    return message
+
+
+def error_line(error: CtxpackError) -> str:
+    """The one line an error is reported as: its message in flag words, and the command's hint
+    for a folder."""
+    return in_flag_words(io.with_directory_hint(error))
+
+
 def status_for(error: CtxpackError) -> ExitStatus:
     for error_type, status in _STATUS_OF_ERROR:
         if isinstance(error, error_type):
@@ -101,6 +151,6 @@ def for_each_input(
         except CtxpackError as error:
             if len(names) == 1:
                 raise
-            io.warn(io.error_line(error))
+            io.warn(error_line(error))
             failures.append(status_for(error))
     return failures

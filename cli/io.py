@@ -119,15 +119,15 @@ def set_directory_hint(hint: str | None) -> None:
     """What to suggest when a folder is named where this command wants a file.
 
     Which flags would help depends on the command and on the flags already given, so each command
-    says it; ``error_line`` adds it wherever the error is reported.
+    says it; ``exit_codes.error_line`` adds it wherever the error is reported.
     """
     context = click.get_current_context(silent=True)
     if context is not None:
         context.meta[_DIRECTORY_HINT] = hint
 
 
-def error_line(error: CtxpackError) -> str:
-    """The one line an error is reported as: its message, and the command's hint for a folder."""
+def with_directory_hint(error: CtxpackError) -> str:
+    """An error's message, and the command's hint when a folder was named for a file."""
     context = click.get_current_context(silent=True)
     hint = context.meta.get(_DIRECTORY_HINT) if context is not None else None
     return f"{error} ({hint})" if hint and isinstance(error, IsADirectory) else str(error)

@@ -13,7 +13,7 @@ import click
 from compactor_core.errors import CtxpackError
 
 from . import io, options, resolve
-from .exit_codes import TABLE, ExitStatus, combined, for_each_input, status_for
+from .exit_codes import TABLE, ExitStatus, combined, error_line, for_each_input, status_for
 
 if TYPE_CHECKING:
     from compactor_core.compaction.estimate import Counter
@@ -72,7 +72,7 @@ class CtxpackGroup(click.Group):
         try:
             return super().invoke(ctx)
         except CtxpackError as error:
-            io.warn(io.error_line(error))
+            io.warn(error_line(error))
             ctx.exit(status_for(error))
         except BrokenPipeError:
             _silence_stdout()
@@ -110,7 +110,7 @@ Examples:
 
 
 def _environment() -> str:
-    from .settings import environment_help
+    from .resolve import environment_help
 
     rows = "\n".join(
         f"  {variable:<24} {meaning}".rstrip() for variable, meaning in environment_help()
@@ -135,8 +135,10 @@ Shell completion (add the line to your shell's start-up file):
         "replay": "cli.replay:replay",
         "report": "cli.costs:report",
         "rescue": "cli.rescue:rescue",
+        "run": "cli.wrap:run",
         "restore": "cli.restore:restore",
         "serve": "cli.serve:serve",
+        "setup": "cli.setup:setup",
         "sessions": "cli.agents:sessions",
     },
     epilog="\n\n".join([EXAMPLES, _environment(), COMPLETION, TABLE]),
@@ -328,7 +330,7 @@ def auto(files: tuple[str, ...], **settings: Any) -> None:
 
 def _compact(command: Command, files: tuple[str, ...], options: dict[str, Any]) -> None:
     """micro, full or auto: every option resolved once, then the core does each input."""
-    from compactor_core.settings import Job
+    from compactor_core.settings import RunSettings
 
     from .run import Output, compact_inputs, run_settings
 
@@ -340,6 +342,6 @@ def _compact(command: Command, files: tuple[str, ...], options: dict[str, Any]) 
     snapshot_dir = None
     if keeps and not options["no_snapshot"]:
         snapshot_dir = resolver.snapshot_dir(options["compat"] == "bareagent")
-    run = run_settings(Job(command, settings), options, snapshot_dir)
+    run = run_settings(RunSettings(command, settings), options, snapshot_dir)
     provider = resolver.provider() if summarizing else None
     compact_inputs(files, run, out, provider, options)

@@ -21,6 +21,19 @@ def epilog(*examples: str) -> str:
     return f"\b\nExamples:\n{lines}\n\n{EXIT_POINTER}"
 
 
+class RawArgsCommand(click.Command):
+    """Keeps its arguments as given (``raw_args``): to hand them on exactly as written."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["raw_args"] = list(args)
+        return super().parse_args(ctx, args)
+
+
+def raw_args() -> list[str]:
+    """The current ``RawArgsCommand``'s arguments, as given."""
+    return list(click.get_current_context().meta["raw_args"])
+
+
 def bundle(*decorators: Decorator) -> Decorator:
     def apply(function: Callable[..., Any]) -> Callable[..., Any]:
         for decorator in reversed(decorators):

@@ -13,7 +13,7 @@ from compactor_core.compaction.status import Status
 from compactor_core.errors import SessionInUse
 
 from . import io
-from .exit_codes import ExitStatus, status_for
+from .exit_codes import ExitStatus, error_line, in_flag_words, status_for
 
 
 def warnings_of(report: Report, command: str, threshold: int, strict: bool) -> list[ExitStatus]:
@@ -25,11 +25,11 @@ def warnings_of(report: Report, command: str, threshold: int, strict: bool) -> l
         statuses.append(ExitStatus.PROBLEMS_LEFT)
     if outcome.error is not None:
         kept = "micro-compacted result kept" if command == "auto" else "input left as it was"
-        io.warn(f"{report.label}: summary failed, {kept}: {outcome.error}")
+        io.warn(f"{report.label}: summary failed, {kept}: {in_flag_words(str(outcome.error))}")
         if strict:
             statuses.append(status_for(outcome.error))
     if outcome.cut_off is not None:
-        io.warn(f"{report.label}: summary kept, but {outcome.cut_off}")
+        io.warn(f"{report.label}: summary kept, but {in_flag_words(str(outcome.cut_off))}")
     if outcome.over_threshold:
         io.warn(
             f"{report.label}: still {outcome.tokens_after} tokens after compaction, over the "
@@ -128,13 +128,13 @@ def _json_result(report: Report) -> dict[str, Any]:
     return {
         "path": report.label,
         "changed": report.changed,
-        "error": io.error_line(report.error) if _failed(report) else None,
+        "error": error_line(report.error) if _failed(report) else None,
         "summary": outcome.full,
         "summary_error": str(outcome.error) if outcome.error else None,
         "summary_cut_off": outcome.cut_off is not None,
         "truncated": outcome.truncated,
         "skipped": report.skipped or in_use(report),
-        "in_use": str(report.error) if in_use(report) else None,  # why it was skipped
+        "in_use": error_line(report.error) if in_use(report) else None,  # why it was skipped
         "tokens_before": outcome.tokens_before,
         "tokens_after": outcome.tokens_after,
     }

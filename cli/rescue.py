@@ -51,7 +51,7 @@ def rescue(files: tuple[str, ...], window: int, **given: Any) -> None:
     In place, the original kept as a snapshot (ctxpack restore FILE undoes it). Each repair is
     one line on stderr; exit 1 if something could not be repaired.
     """
-    from compactor_core.settings import Job
+    from compactor_core.settings import RunSettings
 
     from .run import Output, compact_inputs, run_settings
 
@@ -71,5 +71,5 @@ def rescue(files: tuple[str, ...], window: int, **given: Any) -> None:
     settings = resolve.settings(given, resolver, summarizing=True)
     out = Output.from_options(given, resolver.get("session_id"))
     snapshot_dir = None if given["no_snapshot"] else resolver.snapshot_dir()
-    run = run_settings(Job("rescue", settings, measure=True), given, snapshot_dir)
+    run = run_settings(RunSettings("rescue", settings, measure=True), given, snapshot_dir)
     compact_inputs(files, run, out, resolver.provider(), given)

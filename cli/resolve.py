@@ -1,21 +1,244 @@
-"""From a command's options to what the core is given: its settings, the counter, the provider.
+"""From a command's options to what the core is given: flag > environment > config file > default.
 
 Every command that compacts (``micro``, ``full``, ``auto``, ``serve``) resolves its options here,
-through one ``settings.Resolver`` (flag > environment > config file > default), so that one flag
-means one thing everywhere.
+through one ``Resolver``, so that one flag means one thing everywhere: its compaction settings,
+the counter, the provider.
+
+One table (``SETTINGS``) says, for each setting, its environment variables and its config-file
+key; ``Resolver`` reads the config file once, the first time a setting needs it, and answers
+every question of one command from it. ``ctxpack --help`` lists the same table.
+
+The config file is TOML, at ``$CTXPACK_CONFIG`` or ``$XDG_CONFIG_HOME/ctxpack/config.toml``
+(``~/.config/ctxpack/config.toml``). Top-level keys apply to every provider; a table named after
+a provider (``[openai]``, ``[anthropic]``, ``[command]``) overrides the provider's settings for
+it. API keys come only from the environment: a config file may name the variable that holds one
+(``api_key_env``), never hold the key itself.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .settings import Resolver
+from compactor_core import defaults
+from compactor_core.errors import ConfigError
 
 if TYPE_CHECKING:
     from compactor_core.compaction.estimate import Counter
+    from compactor_core.providers.catalog import ProviderSettings
     from compactor_core.settings import Settings
+
+LANGS = ("auto", "zh", "en")
+FORBIDDEN_KEYS = {"api_key", "key", "token", "secret"}
+
+
+class Setting:  # a plain class, not a dataclass: the table is built at every start
+    """One setting: how --help names it, its environment variables (the first one set wins),
+    its key in the config file (None: not there), its default, whether a provider's own table
+    in the file may override it, and how a value from outside is checked and converted."""
+
+    __slots__ = ("convert", "default", "file_key", "flag", "provider_table", "variables")
+
+    def __init__(
+        self,
+        flag: str,
+        variables: tuple[str, ...],
+        file_key: str | None = None,
+        default: Any = None,
+        provider_table: bool = False,
+        convert: Callable[[Any], Any] | None = None,
+    ) -> None:
+        self.flag = flag
+        self.variables = variables
+        self.file_key = file_key
+        self.default = default
+        self.provider_table = provider_table
+        self.convert = convert
+
+
+def _number(kind: Callable[[str], Any]) -> Callable[[Any], Any]:
+    def convert(value: Any) -> Any:
+        try:
+            converted = kind(value)
+        except (TypeError, ValueError):
+            raise ValueError("must be a number") from None
+        if converted < 0:
+            raise ValueError("must not be negative")
+        return converted
+
+    return convert
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[Any], Any]:
+    def convert(value: Any) -> Any:
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}")
+        return value
+
+    return convert
+
+
+def _name(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("must be a name")
+    return value
+
+
+SETTINGS: dict[str, Setting] = {
+    "provider": Setting("--provider", ("CTXPACK_PROVIDER",), "provider", "extractive"),
+    "model": Setting("--model", ("CTXPACK_MODEL",), "model", None, True),
+    "base_url": Setting(
+        "--base-url (then OPENAI_BASE_URL or ANTHROPIC_BASE_URL)",
+        ("CTXPACK_BASE_URL",),
+        "base_url",
+        None,
+        True,
+    ),
+    "timeout": Setting(
+        "--timeout", ("CTXPACK_TIMEOUT",), "timeout", defaults.TIMEOUT, True, _number(float)
+    ),
+    "retries": Setting(
+        "--retries", ("CTXPACK_RETRIES",), "retries", defaults.RETRIES, True, _number(int)
+    ),
+    "command": Setting("--command", ("CTXPACK_COMMAND",), "command", None, True),
+    "lang": Setting(
+        "--lang: auto, zh or en", ("CTXPACK_LANG",), "lang", "auto", False, _one_of(LANGS)
+    ),
+    "tokenizer": Setting(
+        "--tokenizer", ("CTXPACK_TOKENIZER",), "tokenizer", "heuristic", False, _name
+    ),
+    "snapshot_dir": Setting(
+        "--snapshot-dir (old name: --transcript-dir)",
+        ("CTXPACK_SNAPSHOT_DIR", "CTXPACK_TRANSCRIPT_DIR"),
+    ),
+    "session_id": Setting("--session-id", ("CTXPACK_SESSION_ID",), None, defaults.SESSION_ID),
+}
+# Keys the config file may hold besides the settings above.
+_OTHER_FILE_KEYS = {"api_key_env"}
+_FILE_KEYS = {setting.file_key for setting in SETTINGS.values() if setting.file_key}
+_PROVIDER_KEYS = {s.file_key for s in SETTINGS.values() if s.provider_table} | _OTHER_FILE_KEYS
+
+
+def environment_help() -> list[tuple[str, str]]:
+    """(variable, what it sets) for ``ctxpack --help``, in the table's order."""
+    rows = [
+        (variable, setting.flag) for setting in SETTINGS.values() for variable in setting.variables
+    ]
+    return [
+        *rows,
+        ("CTXPACK_CONFIG", "the config file [default: ~/.config/ctxpack/config.toml]"),
+        ("XDG_STATE_HOME", f"snapshots: $XDG_STATE_HOME/ctxpack [{defaults.USER_SNAPSHOT_DIR}]"),
+        ("CTXPACK_TRACEBACK", "1: an internal error prints its traceback"),
+        ("OPENAI_API_KEY", "API keys: only ever from the environment"),
+        ("ANTHROPIC_API_KEY", ""),
+    ]
+
+
+class Resolver:
+    """Answers one command's settings: its flags, then the environment, then the config file."""
+
+    def __init__(self, flags: Mapping[str, Any], environ: Mapping[str, str]) -> None:
+        self.flags = flags
+        self.environ = environ
+        self._config: dict[str, Any] | None = None
+
+    @property
+    def config_path(self) -> str:
+        if self.environ.get("CTXPACK_CONFIG"):
+            return self.environ["CTXPACK_CONFIG"]
+        home = self.environ.get("XDG_CONFIG_HOME") or os.path.join(
+            os.path.expanduser("~"), ".config"
+        )
+        return os.path.join(home, "ctxpack", "config.toml")
+
+    @property
+    def state_folder(self) -> str:
+        """Where ctxpack keeps state: ``$XDG_STATE_HOME/ctxpack``, or ``~/.local/state/ctxpack``."""
+        home = self.environ.get("XDG_STATE_HOME") or os.path.join(
+            os.path.expanduser("~"), ".local", "state"
+        )
+        return os.path.join(home, "ctxpack")
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The config file, read (and checked) once."""
+        if self._config is None:
+            self._config = _load(self.config_path, bool(self.environ.get("CTXPACK_CONFIG")))
+        return self._config
+
+    def get(self, name: str, provider: str | None = None, variables: tuple[str, ...] = ()) -> Any:
+        """The value of setting ``name``: its flag, its variables (then ``variables``), the
+        config file (a provider's own table first), else its default."""
+        setting = SETTINGS[name]
+        if self.flags.get(name) is not None:  # click has checked it
+            return self.flags[name]
+        for variable in (*setting.variables, *variables):
+            if self.environ.get(variable):
+                return self._converted(setting, self.environ[variable], variable)
+        value = self._from_file(setting, provider)
+        if value is None:
+            return setting.default
+        return self._converted(setting, value, f"{self.config_path}: {setting.file_key}")
+
+    def _from_file(self, setting: Setting, provider: str | None) -> Any:
+        if setting.file_key is None:
+            return None
+        table = self.config.get(provider) if provider and setting.provider_table else None
+        if isinstance(table, dict) and setting.file_key in table:
+            return table[setting.file_key]
+        value = self.config.get(setting.file_key)
+        return None if isinstance(value, dict) else value
+
+    def _converted(self, setting: Setting, value: Any, where: str) -> Any:
+        if setting.convert is None:
+            return value
+        try:
+            return setting.convert(value)
+        except ValueError as error:
+            raise ConfigError(f"{where} {error}, got {value!r}") from None
+
+    # --- what the commands ask ---
+
+    def snapshot_dir(self, bareagent: bool = False) -> str:
+        """Where snapshots go: the flag or its variables, else the user's state folder (the
+        seed's ``.transcripts`` in the working folder with ``--compat bareagent``)."""
+        given = self.get("snapshot_dir")
+        if given:
+            return given
+        if bareagent:
+            return defaults.BAREAGENT_SNAPSHOT_DIR
+        from compactor_core.snapshots.locations import user_store
+
+        return str(user_store(self.environ.get("XDG_STATE_HOME"), self.environ.get("HOME")))
+
+    def provider(self) -> ProviderSettings:
+        """The provider settings; the key from the variable the provider or the file names."""
+        from compactor_core.providers.catalog import ProviderSettings, spec_of
+
+        name = self.get("provider")
+        spec = spec_of(name)
+        own = self.config.get(name) if isinstance(self.config.get(name), dict) else {}
+        named_key = own.get("api_key_env") or self.config.get("api_key_env")
+        key_variable = named_key or spec.key_variable
+        base_url_variables = (spec.base_url_variable,) if spec.base_url_variable else ()
+        settings = ProviderSettings(
+            name=name,
+            model=self.get("model", name),
+            base_url=self.get("base_url", name, base_url_variables),
+            api_key=self.environ.get(key_variable) if key_variable else None,
+            key_variable=key_variable,
+            timeout=self.get("timeout", name),
+            retries=self.get("retries", name),
+            command=self.get("command", name),
+            environment=dict(self.environ) if name == "command" else None,
+            key_required=True if named_key and spec.is_network else None,
+        )
+        if name == "command" and not settings.command:
+            raise ConfigError(
+                "provider 'command' needs a command: use --command or CTXPACK_COMMAND"
+            )
+        return settings
 
 
 def resolver(flags: Mapping[str, Any]) -> Resolver:
@@ -58,3 +281,43 @@ def settings(options: dict[str, Any], given: Resolver, summarizing: bool) -> Set
         keep_cut_off=not options.get("strict", False),
         **summary,
     )
+
+
+def _load(path: str, required: bool) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except FileNotFoundError:
+        if required:
+            raise ConfigError(f"{path}: config file not found (CTXPACK_CONFIG)") from None
+        return {}
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read config file: {error.strerror}") from None
+    import tomllib
+
+    try:
+        config = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: bad config file: {error}") from None
+    _check(config, path)
+    return config
+
+
+def _check(config: dict[str, Any], path: str) -> None:
+    """Refuse keys that hold secrets or that no setting knows, wherever they are."""
+    for key, value in config.items():
+        if isinstance(value, dict):
+            for inner in value:
+                _check_key(inner, path, _PROVIDER_KEYS)
+        else:
+            _check_key(key, path, _FILE_KEYS | _OTHER_FILE_KEYS)
+
+
+def _check_key(key: str, path: str, known: set[str | None]) -> None:
+    if key in FORBIDDEN_KEYS:
+        raise ConfigError(
+            f"{path}: {key!r} is not allowed: keep API keys in the environment "
+            "(name the variable with api_key_env)"
+        )
+    if key not in known:
+        raise ConfigError(f"{path}: unknown setting {key!r}")

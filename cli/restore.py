@@ -11,10 +11,10 @@ import click
 from compactor_core.errors import CtxpackError
 
 from . import io, options
-from .exit_codes import ExitStatus, combined, status_for
+from .exit_codes import ExitStatus, combined, error_line, status_for
 
 if TYPE_CHECKING:
-    from compactor_core.settings import SessionRules
+    from compactor_core.settings import RunSettings
     from compactor_core.snapshots.base import Snapshot
     from compactor_core.snapshots.finding import Choice, Found
     from compactor_core.snapshots.local_store import SnapshotStore
@@ -92,7 +92,7 @@ def restore(
     """
     from datetime import UTC, datetime
 
-    from compactor_core.settings import SessionRules
+    from compactor_core.settings import RunSettings
     from compactor_core.snapshots.base import ORIGINAL, RESULT
     from compactor_core.snapshots.finding import Choice
 
@@ -100,7 +100,7 @@ def restore(
     action = _action(files, session_id, list_snapshots, prune)
     _check(action, result, nth, at, as_json, keep, older_than, dry_run, pretty, force)
     if action == "files":
-        rules = SessionRules(min_idle=min_idle, force=force, now=datetime.now(UTC))
+        rules = RunSettings(min_idle=min_idle, force=force, now=datetime.now(UTC))
         _restore_files(snapshot_dir, files, choice, rules, dry_run)
         return
     stores = _stores(snapshot_dir)
@@ -119,7 +119,7 @@ def _stores(flag: str | None, files: tuple[str, ...] = ()) -> list[SnapshotStore
     from compactor_core.snapshots.local_store import SnapshotStore
     from compactor_core.snapshots.locations import legacy_folders
 
-    from .settings import Resolver
+    from .resolve import Resolver
 
     primary = Path(Resolver({"snapshot_dir": flag}, os.environ).snapshot_dir())
     seen = {os.path.realpath(primary)}
@@ -181,7 +181,7 @@ def _restore_files(
     snapshot_dir: str | None,
     files: tuple[str, ...],
     choice: Choice,
-    rules: SessionRules,
+    rules: RunSettings,
     dry_run: bool,
 ) -> None:
     from compactor_core.snapshots.finding import search, snapshot_of_file
@@ -202,7 +202,7 @@ def _restore_files(
             last_run = newest(found.snapshots, lambda s: s.rewritten is not None)
             done = restore_file(stores[0], file, snapshot, last_run, rules, dry_run)
         except CtxpackError as error:
-            io.warn(io.error_line(error))
+            io.warn(error_line(error))
             failures.append(status_for(error))
             continue
         _say(name, snapshot, done)
@@ -260,7 +260,7 @@ def _restore_sessions(
         if not sessions:
             raise UsageError(f"{name}: no session of it has a snapshot in {store.location}")
     except CtxpackError as error:
-        io.warn(io.error_line(error))
+        io.warn(error_line(error))
         return [status_for(error)]
     for each in sessions:
         label = session_name(path, each)
@@ -269,7 +269,7 @@ def _restore_sessions(
                 store, path, each, agent_format.store_type, choice, dry_run
             )
         except CtxpackError as error:
-            io.warn(io.error_line(error))
+            io.warn(error_line(error))
             failures.append(status_for(error))
             continue
         _say(label, snapshot, done)

@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,13 +24,13 @@ from compactor_core.compaction.outcome import Report
 from compactor_core.ends.destinations import Destination, ToFile, ToObject, ToStream
 from compactor_core.ends.urls import is_url
 from compactor_core.process import Target, process
-from compactor_core.settings import Job, RunSettings, SessionRules, Writing
+from compactor_core.settings import RunSettings
 
 from . import io, report
-from .exit_codes import ExitStatus, combined, for_each_input, status_for
+from .exit_codes import ExitStatus, combined, error_line, for_each_input, status_for
 
 if TYPE_CHECKING:
-    from compactor_core.providers.settings import ProviderSettings
+    from compactor_core.providers.catalog import ProviderSettings
 
 
 @dataclass(frozen=True)
@@ -80,19 +80,26 @@ def _checked(session_id: str) -> str:
     return check_session_id(session_id)
 
 
-def run_settings(job: Job, options: dict[str, Any], snapshot_dir: str | None) -> RunSettings:
-    """The core's settings of the run from the shared options."""
+def run_settings(
+    told: RunSettings, options: dict[str, Any], snapshot_dir: str | None
+) -> RunSettings:
+    """The core's settings of the run: what ``told`` (its command and settings) and the shared
+    options say."""
     snapshots = None
     if snapshot_dir is not None:
         from compactor_core.ends.object_store import snapshot_store
 
         snapshots = snapshot_store(snapshot_dir)
-    return RunSettings(
-        job,
-        Writing(options["pretty"], options["backup"], snapshots, options["dry_run"]),
-        SessionRules(
-            options["format_name"], options["min_idle"], options["force"], datetime.now(UTC)
-        ),
+    return replace(
+        told,
+        pretty=options["pretty"],
+        backup_suffix=options["backup"],
+        snapshots=snapshots,
+        dry_run=options["dry_run"],
+        format=options["format_name"],
+        min_idle=options["min_idle"],
+        force=options["force"],
+        now=datetime.now(UTC),
     )
 
 
@@ -110,7 +117,7 @@ def compact_inputs(
     _check(names, out)
     io.set_directory_hint(_directory_hint(out))
     if out.is_batch:
-        from compactor_core.providers.settings import ProviderSettings
+        from compactor_core.providers.catalog import ProviderSettings
 
         _batch(names, run, out, provider or ProviderSettings(), engine_of(options))
     else:
@@ -149,9 +156,7 @@ def _stream(
     out: Output,
     provider_settings: ProviderSettings | None,
 ) -> None:
-    from dataclasses import replace
-
-    run = replace(run, job=replace(run.job, measure=out.stats))
+    run = replace(run, measure=out.stats)
     io.one_pass()
     provider = None
     if provider_settings is not None and run.needs_provider:
@@ -166,7 +171,7 @@ def _stream(
         done = process(target, run, provider)
         if done.error is not None:
             raise done.error
-        statuses = report.warnings_of(done, run.job.command, _threshold(run), out.strict)
+        statuses = report.warnings_of(done, run.command, _threshold(run), out.strict)
         copies.tell(done)
         if out.stats:
             io.warn(report.stats_line(done))
@@ -186,7 +191,7 @@ def _stream_destination(output: str | None) -> Destination:
 
 
 def _threshold(run: RunSettings) -> int:
-    return run.job.settings.threshold
+    return run.settings.threshold
 
 
 # --- batches -------------------------------------------------------------------------------------
@@ -199,8 +204,6 @@ def _batch(
     provider: ProviderSettings,
     engine: Any,
 ) -> None:
-    from dataclasses import replace
-
     from compactor_core.batch.engines import run_all
     from compactor_core.batch.targets import (
         DEFAULT_GLOBS,
@@ -209,7 +212,7 @@ def _batch(
         find_targets,
     )
 
-    snapshots = run.writing.snapshots
+    snapshots = run.snapshots
     skip = [snapshots.location] if snapshots is not None else []
     listing = Listing(names, out.recursive, out.globs or DEFAULT_GLOBS, out.output_dir, skip)
     if not listing.local:
@@ -221,7 +224,7 @@ def _batch(
     if total is not None and not out.dry_run:  # a dry run writes (and deletes) nothing
         clean_up_after_killed_runs(targets, skip)
     measure = out.stats or out.json_report or out.dry_run or total != 1
-    run = replace(run, job=replace(run.job, measure=measure))
+    run = replace(run, measure=measure)
     stop = threading.Event()  # --fail-fast: start nothing more, report what is in progress
     reports = report.with_progress(run_all(targets, run, provider, engine, stop), total)
     _report(reports, total, run, out, stop)
@@ -244,15 +247,15 @@ def _report(
     for each in reports:
         done.append(each)
         copies.tell(each)
-        report.repair_lines(each, run.job.command, out.dry_run)
+        report.repair_lines(each, run.command, out.dry_run)
         if each.error:
             statuses = [status_for(each.error)]
         else:
-            statuses = report.warnings_of(each, run.job.command, _threshold(run), out.strict)
+            statuses = report.warnings_of(each, run.command, _threshold(run), out.strict)
         if each.warning:
             io.warn(each.warning)
         if each.error:
-            io.warn(io.error_line(each.error))
+            io.warn(error_line(each.error))
         elif out.stats:
             io.warn(report.stats_line(each))
         failures.extend(statuses)
@@ -274,7 +277,7 @@ class _CopyNote:
     """Says once a run that originals are copied into the snapshot folder, not hard-linked."""
 
     def __init__(self, run: RunSettings) -> None:
-        self.location = run.writing.snapshots.location if run.writing.snapshots else ""
+        self.location = run.snapshots.location if run.snapshots else ""
         self.told = False
 
     def tell(self, done: Report) -> None:

@@ -19,21 +19,77 @@ import click
 from compactor_core.serve import limits
 
 from . import io, options, resolve
+from .exit_codes import in_flag_words
 
 if TYPE_CHECKING:
-    from compactor_core.providers.settings import ProviderSettings
+    from compactor_core.providers.catalog import ProviderSettings
     from compactor_core.serve.summaries import KeptSummarizer
 
 DEFAULT_PORT = 8765
 
 
+# What serve does with each request: its own limits, then auto's options (ctxpack run too).
+proxy_options = options.bundle(
+    click.option(
+        "--max-concurrency",
+        type=click.IntRange(min=1),
+        default=limits.MAX_CONCURRENCY,
+        show_default=True,
+        help="Requests in flight upstream at once; the others wait their turn.",
+    ),
+    click.option(
+        "--max-body",
+        type=click.IntRange(min=0),
+        default=limits.MAX_BODY,
+        show_default=True,
+        metavar="BYTES",
+        help="Largest request body read and compacted; a larger one is passed through as it is.",
+    ),
+    click.option(
+        "--upstream-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=limits.TIMEOUT,
+        show_default=True,
+        metavar="SECONDS",
+        help=f"How long the upstream may stay silent (connecting: {limits.CONNECT_TIMEOUT:g} s); "
+        "then 504, or the stream is closed.",
+    ),
+    click.option(
+        "--client-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=limits.CLIENT_TIMEOUT,
+        show_default=True,
+        metavar="SECONDS",
+        help="How long a client may take to send its request's headers, or pause in its body; "
+        "then its connection is closed, or 408.",
+    ),
+    click.option(
+        "--shutdown-timeout",
+        type=click.IntRange(min=0),
+        default=30,
+        show_default=True,
+        metavar="SECONDS",
+        help="On SIGTERM, how long requests in flight may take to finish.",
+    ),
+    options.threshold_option,
+    options.policy_options,
+    options.micro_options,
+    options.compat_option,
+    options.prompt_options,
+    options.tokenizer_option,
+    options.provider_options,
+)
+
+
 @click.command(
+    cls=options.RawArgsCommand,
     epilog=options.epilog(
         "ctxpack serve --upstream https://api.anthropic.com  # ANTHROPIC_BASE_URL=http://127.0.0.1:8765",
         "ctxpack serve --upstream https://api.openai.com --port 8766  # OPENAI_BASE_URL=…:8766/v1",
         "ctxpack serve --port 0 --upstream https://api.openai.com  # prints the address it got",
         "ctxpack serve --upstream https://api.anthropic.com --provider anthropic --threshold 80000",
-    )
+        "ctxpack serve --install --upstream https://api.anthropic.com  # at every log-in",
+    ),
 )
 @click.option(
     "--upstream",
@@ -53,54 +109,33 @@ DEFAULT_PORT = 8765
     "--host",
     default="127.0.0.1",
     show_default=True,
-    help="Address to listen on (0.0.0.0: every interface, reachable from other machines).",
+    help="Address to listen on; one other than this machine's own (127.0.0.1, ::1, localhost) "
+    "needs --allow-remote.",
 )
 @click.option(
-    "--max-concurrency",
-    type=click.IntRange(min=1),
-    default=limits.MAX_CONCURRENCY,
-    show_default=True,
-    help="Requests in flight upstream at once; the others wait their turn.",
+    "--allow-remote",
+    is_flag=True,
+    help="Listen where other machines reach serve (--host 0.0.0.0): whoever reaches the port "
+    "talks to the upstream as the agent, with any key they send, and uses --provider's key "
+    "for summaries.",
 )
 @click.option(
-    "--max-body",
-    type=click.IntRange(min=0),
-    default=limits.MAX_BODY,
-    show_default=True,
-    metavar="BYTES",
-    help="Largest request body read and compacted; a larger one is passed through as it is.",
+    "--install",
+    is_flag=True,
+    help="Install this command, without --install, as a service started at log-in (a systemd "
+    "user unit; a launchd agent on macOS), and say how to start it.",
 )
-@click.option(
-    "--upstream-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=limits.TIMEOUT,
-    show_default=True,
-    metavar="SECONDS",
-    help=f"How long the upstream may stay silent (connecting: {limits.CONNECT_TIMEOUT:g} s); "
-    "then 504, or the stream is closed.",
-)
-@click.option(
-    "--shutdown-timeout",
-    type=click.IntRange(min=0),
-    default=30,
-    show_default=True,
-    metavar="SECONDS",
-    help="On SIGTERM, how long requests in flight may take to finish.",
-)
-@options.threshold_option
-@options.policy_options
-@options.micro_options
-@options.compat_option
-@options.prompt_options
-@options.tokenizer_option
-@options.provider_options
+@proxy_options
 def serve(
     upstream: str,
     port: int,
     host: str,
+    allow_remote: bool,
+    install: bool,
     max_concurrency: int,
     max_body: int,
     upstream_timeout: float,
+    client_timeout: float,
     shutdown_timeout: int,
     **given: Any,
 ) -> None:
@@ -112,24 +147,35 @@ def serve(
     and key; the reply streams back unchanged. Everything else passes through untouched. One
     line per request on stderr; figures at /ctxpack/stats. Needs ctxpack[serve].
     """
-    from compactor_core.compaction.pipeline import Context
     from compactor_core.serve.compaction import Compactor
+    from compactor_core.serve.guard import local_hosts
     from compactor_core.serve.proxy import Proxy, ProxySettings
 
-    uvicorn = _uvicorn()
     upstream = _checked_upstream(upstream)
+    _check_host(host, allow_remote)
+    if install:
+        from .service import install_service
+
+        return install_service([a for a in options.raw_args() if a != "--install"])
+    uvicorn = _uvicorn()
     resolver = resolve.resolver(given)
     settings = resolve.settings(given, resolver, summarizing=True)
-    summarizer = _summarizer(resolver.provider(), Path(resolver.state_folder))
-    limits = ProxySettings(
-        upstream, max_body=max_body, max_concurrency=max_concurrency, timeout=upstream_timeout
-    )
-    app = Proxy(limits, Compactor(settings, Context(summarizer)), io.warn, summarizer)
     listening = _listen(host, port)
     address = _address(listening)
+    provider = _not_through_itself(resolver.provider(), address, upstream)
+    summarizer = _summarizer(provider, _state_folder())
+    limits = ProxySettings(
+        upstream,
+        max_body=max_body,
+        max_concurrency=max_concurrency,
+        timeout=upstream_timeout,
+        body_timeout=client_timeout,
+        hosts=None if allow_remote else local_hosts(listening.getsockname()[1], host),
+    )
+    app = Proxy(limits, Compactor(settings, summarizer), _log, summarizer)
     io.write_stdout(f"{address}\n".encode())
     io.warn(f"serving {address} -> {upstream} (auto, threshold {settings.threshold})")
-    _run(uvicorn, app, listening, shutdown_timeout)
+    _run(uvicorn, app, listening, shutdown_timeout, client_timeout)
 
 
 def _uvicorn() -> Any:
@@ -144,13 +190,19 @@ def _uvicorn() -> Any:
     return uvicorn
 
 
-def _run(uvicorn: Any, app: Any, listening: socket.socket, shutdown_timeout: int) -> None:
+def _run(
+    uvicorn: Any, app: Any, listening: socket.socket, shutdown_timeout: int, client_timeout: float
+) -> None:
     """Serve until SIGTERM (or Ctrl-C): uvicorn then stops listening and lets the requests in
     flight finish, for ``shutdown_timeout`` seconds at most."""
     import logging
 
+    from compactor_core.serve.connections import guarded_protocol
+
     config = uvicorn.Config(
         app,
+        http=guarded_protocol(client_timeout),
+        limit_concurrency=limits.MAX_CONNECTIONS,
         lifespan="on",
         ws="none",  # no WebSockets: Codex's upgrade goes upstream as a plain GET, refused there
         log_config=None,
@@ -169,7 +221,64 @@ def _checked_upstream(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise click.BadParameter(f"{url!r} is not an http(s) URL", param_hint="--upstream")
+    if parts.username is not None or parts.password is not None:
+        # httpx would send it as Basic authorization, over the agent's own key
+        raise click.BadParameter(
+            "a user name or password in the URL is refused: the agent's own key goes upstream",
+            param_hint="--upstream",
+        )
+    if parts.query or parts.fragment:
+        raise click.BadParameter(f"{url!r}: no query or fragment", param_hint="--upstream")
     return url.rstrip("/")
+
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def _check_host(host: str, allow_remote: bool) -> None:
+    if host not in LOOPBACK and not host.startswith("127.") and not allow_remote:
+        raise click.BadParameter(
+            f"{host} is reachable from other machines: add --allow-remote if that is meant "
+            "(whoever reaches it talks to the upstream through serve)",
+            param_hint="--host",
+        )
+
+
+def _not_through_itself(
+    provider: ProviderSettings, address: str, upstream: str
+) -> ProviderSettings:
+    """The summary provider, never pointed at serve itself: its base URL defaults to
+    ANTHROPIC_BASE_URL / OPENAI_BASE_URL, which point the agent here, and a summary asked of
+    serve would wait for itself. The upstream answers instead, and the log says so."""
+    import dataclasses
+
+    if not provider.is_network or not _same_place(provider.base_url, address):
+        return provider
+    io.warn(f"summaries: {provider.base_url} is serve itself; asking the upstream {upstream}")
+    return dataclasses.replace(provider, base_url=upstream)
+
+
+def _same_place(url: str | None, address: str) -> bool:
+    if not url:
+        return False
+    given, ours = urlsplit(url), urlsplit(address)
+    local = {"127.0.0.1", "localhost", "::1", ours.hostname}
+    default = 443 if given.scheme == "https" else 80
+    return given.hostname in local and (given.port or default) == ours.port
+
+
+def _state_folder() -> Path:
+    """The user's state folder (a relative XDG_STATE_HOME is ignored, as the snapshot store
+    ignores it), checked as the snapshot store checks its own: the summaries kept there are
+    sent to the model."""
+    from compactor_core.disk.private_dir import PrivateDir
+    from compactor_core.snapshots.locations import user_store
+
+    folder = user_store(os.environ.get("XDG_STATE_HOME"), os.environ.get("HOME"))
+    opened = PrivateDir.open(folder, create=True, label=str(folder))  # UnsafeLocation: 77
+    if opened is not None:
+        opened.close()
+    return folder
 
 
 def _summarizer(provider: ProviderSettings, state_folder: Path) -> KeptSummarizer | None:
@@ -200,3 +309,8 @@ def _listen(host: str, port: int) -> socket.socket:
 def _address(listening: socket.socket) -> str:
     host, port = listening.getsockname()[:2]
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _log(line: str) -> None:
+    """A request's log line, its reasons in the command line's words."""
+    io.warn(in_flag_words(line))

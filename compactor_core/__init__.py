@@ -18,11 +18,11 @@
 The submodules keep their names (``compactor_core.compaction.estimate``, ``.micro``, ``.full``): the
 functions exported here never shadow them. Messages are plain dicts (unknown keys survive);
 ``parse`` and ``dump`` read and write the three input shapes. ``compact`` compacts a list of
-messages and warns (``CompactionWarning``) when a summary failed or was cut off; ``run`` with a
-``Job`` returns the whole ``Outcome``; ``compact_file`` does any input file — a conversation of
-messages or an agent's session file — in place or to another file, and returns its ``Report``;
-``provider`` builds a summarizer by name. Errors are one tree, rooted at ``CtxpackError`` (see
-:mod:`compactor_core.errors`).
+messages and warns (``CompactionWarning``) when a summary failed or was cut off; ``run`` with
+a ``RunSettings`` returns the whole ``Outcome``; ``compact_file`` does any input file — a
+conversation of messages or an agent's session file — in place or to another file, and returns
+its ``Report``; ``provider`` builds a summarizer by name. Errors are one tree, rooted at
+``CtxpackError`` (see :mod:`compactor_core.errors`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .compaction.estimate import breakdown
     from .compaction.estimate import estimate as estimate_tokens
     from .compaction.outcome import Outcome, Report
-    from .compaction.pipeline import Context, run
+    from .compaction.pipeline import run
     from .compaction.status import Status
     from .conversation.formats import Conversation, Message, dump, parse
     from .errors import (
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from .library import CompactionWarning, compact, compact_file
     from .providers.base import Summarizer, SummaryRequest
     from .providers.registry import provider
-    from .settings import Command, Job, Settings
+    from .settings import Command, RunSettings, Settings
     from .snapshots.local_store import SnapshotStore
 
 # Public name -> (module, name there). Imported on first use: the CLI imports this package at
@@ -66,6 +66,7 @@ _EXPORTS = {
             "OutputError",
             "ProviderError",
             "RetryableProviderError",
+            "RunSettings",
             "SummaryCutOff",
         )
     },
@@ -77,9 +78,9 @@ _EXPORTS = {
     },
     **{name: ("library", name) for name in ("CompactionWarning", "compact", "compact_file")},
     **{name: ("compaction.outcome", name) for name in ("Outcome", "Report")},
-    **{name: ("compaction.pipeline", name) for name in ("Context", "run")},
+    "run": ("compaction.pipeline", "run"),
     "provider": ("providers.registry", "provider"),
-    **{name: ("settings", name) for name in ("Command", "Job", "Settings")},
+    **{name: ("settings", name) for name in ("Command", "RunSettings", "Settings")},
     "Summarizer": ("providers.base", "Summarizer"),
     "SummaryRequest": ("providers.base", "SummaryRequest"),
     "SnapshotStore": ("snapshots.local_store", "SnapshotStore"),
@@ -90,18 +91,17 @@ __all__ = [
     "Command",
     "CompactionWarning",
     "ConfigError",
-    "Context",
     "Conversation",
     "CtxpackError",
     "InputError",
     "InputUnreadable",
-    "Job",
     "Message",
     "Outcome",
     "OutputError",
     "ProviderError",
     "Report",
     "RetryableProviderError",
+    "RunSettings",
     "Settings",
     "SnapshotStore",
     "Status",

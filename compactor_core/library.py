@@ -15,13 +15,13 @@ from typing import Any
 
 from . import defaults
 from .compaction.outcome import Outcome, Report
-from .compaction.pipeline import Context, failure, run
+from .compaction.pipeline import failure, run
 from .conversation.formats import Conversation, Message
 from .ends.destinations import InPlace, ToFile
 from .ends.sources import LocalFile
 from .process import Target, process
 from .providers.base import Summarizer
-from .settings import Command, Job, RunSettings, SessionRules, Settings, Writing
+from .settings import Command, RunSettings, Settings
 from .snapshots.base import DEFAULT_SESSION, Snapshots
 
 USER_STORE: Any = object()  # compact_file's default: the per-user store (locations.user_store)
@@ -47,8 +47,8 @@ def compact(
     the built-in extractive one, offline). A summary that fails leaves the conversation as it
     came (micro's result for ``auto``) and warns; ``strict`` raises the failure instead.
     """
-    job = Job(command, settings or Settings())
-    outcome = run(job, Conversation(conversation), Context(provider, snapshots, session_id))
+    run_settings = RunSettings(command, settings or Settings(), snapshots=snapshots)
+    outcome = run(run_settings, Conversation(conversation), provider, session_id)
     _tell(outcome, strict, "the conversation")
     assert outcome.conversation is not None
     return outcome.conversation.messages
@@ -94,9 +94,17 @@ def compact_file(
 
         store = snapshot_store(str(snapshots))
     run_settings = RunSettings(
-        Job(command, settings or Settings(), measure=True),
-        Writing(pretty, backup_suffix, store, dry_run),
-        SessionRules(format, min_idle, force, now),
+        command,
+        settings or Settings(),
+        measure=True,
+        pretty=pretty,
+        backup_suffix=backup_suffix,
+        snapshots=store,
+        dry_run=dry_run,
+        format=format,
+        min_idle=min_idle,
+        force=force,
+        now=now,
     )
     destination = InPlace() if output is None else ToFile(Path(output))
     report = process(Target(LocalFile(Path(path), str(path)), destination), run_settings, provider)

@@ -43,7 +43,7 @@ def process(
     provider: Summarizer | None = None,
     sync_directory: bool = True,
 ) -> Report:
-    """Do ``run.job`` on one input and write its result where the target says.
+    """Do ``run.command`` on one input and write its result where the target says.
 
     With ``sync_directory=False`` the rename of a written file is made durable by the caller
     (a batch fsyncs each folder once, at its end; see ``atomic.atomic_write``).
@@ -61,14 +61,14 @@ def _process(
     skipped = destination.current(source)
     if skipped is not None:
         return replace(skipped, label=target.label)
-    with open_document(source, run.sessions.format) as document:
+    with open_document(source, run.format) as document:
         destination.prepare(document, run)
         # a session file compacted in place still holds every record: its summary names it
         named = document.path if isinstance(destination, InPlace) else None
-        subject = document.subject(run.job, run.sessions.time(), named)
+        subject = document.subject(run, run.time(), named)
         keeper = _keeper(document, target, run)
-        outcome = decide(run.job, subject, provider, keeper, run.writing.dry_run)
-        if run.writing.dry_run:
+        outcome = decide(run, subject, provider, keeper)
+        if run.dry_run:
             return Report.of(target.label, outcome)
         written = destination.write(document, subject, outcome, run, sync_directory)
     return Report.of(
@@ -97,7 +97,7 @@ def _keeper(document: Document, target: Target, run: RunSettings) -> SnapshotKee
     only the result is saved here; any other input is saved as it was read, before the model is
     asked (SPEC §3.3). A session file's summary is appended to it: its result is the file itself.
     """
-    snapshots = run.writing.snapshots
+    snapshots = run.snapshots
     if snapshots is None or not isinstance(document, MessagesDocument):
         return None
     original = None if target.destination.keeps_input else document.data
@@ -105,7 +105,7 @@ def _keeper(document: Document, target: Target, run: RunSettings) -> SnapshotKee
         snapshots,
         target.session_id or _session_id(target.source),
         document.conversation,
-        run.job.settings,
+        run.settings,
         original,
         Path(document.path) if document.path else None,
     )

@@ -3,18 +3,18 @@
 - ``Settings``: how a conversation is compacted. One frozen object serves micro, full and auto
   alike, so what micro compaction keeps is what the summarizer sees (``keep_recent=0`` truncates
   every result for both), and ``compat`` is one switch for the whole BareAgent profile.
-- ``Job``: a command (micro, full or auto) with its settings.
-- ``SessionRules``: how an agent's session file is told apart and guarded while its agent runs.
-- ``Writing``: how results are written: layout, backups, snapshots, or nothing (a dry run).
-- ``RunSettings``: all of the above, what any input needs besides itself and a provider.
+- ``RunSettings``: the one settings object of a run: its command with those settings, how
+  results are written (layout, backups, snapshots, or nothing: a dry run), and how an agent's
+  session file is told apart and guarded while its agent runs. Every entry point takes it:
+  ``compact``, ``compact_file``, ``process``, a batch, ``serve`` and ``replay``.
 
 All plain frozen data: they cross to batch worker processes and Dask workers. Who writes the
-summaries is ``providers.settings.ProviderSettings``.
+summaries is ``providers.catalog.ProviderSettings``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -55,24 +55,21 @@ DEFAULT_SETTINGS = Settings()
 
 
 @dataclass(frozen=True)
-class Job:
-    """One command and its settings; ``measure``: estimate before and after, for statistics."""
+class RunSettings:
+    """Everything a run is told, for any of its inputs, besides the provider: the command and
+    how it compacts, how results are written, how agents' session files are guarded."""
 
-    command: Command = "micro"  # rescue: its repairs, then auto's steps while over threshold
+    # what is done: rescue is its repairs, then auto's steps while over threshold
+    command: Command = "micro"
     settings: Settings = DEFAULT_SETTINGS
-    measure: bool = False
-
-    @property
-    def may_summarize(self) -> bool:
-        """Whether the command can call a provider at all (micro never does)."""
-        return self.command != "micro"
-
-
-@dataclass(frozen=True)
-class SessionRules:
-    """How an agent's session file is told apart and when it may be rewritten (SPEC §8.4)."""
-
-    format: str = "auto"  # --format: auto, messages, or an agent format's name
+    measure: bool = False  # estimate before and after, for statistics
+    # how a result is written, wherever it goes
+    pretty: bool = False  # indented JSON (JSONL stays one line a message)
+    backup_suffix: str | None = None  # in place: the original is also kept beside the file
+    snapshots: Snapshots | None = None  # where originals and results are kept; None: nowhere
+    dry_run: bool = False  # decide and report, call no provider, write nothing
+    # how an agent's session file is told apart and when it may be rewritten (SPEC §8.4)
+    format: str = "auto"  # auto, messages, or an agent format's name
     min_idle: float = defaults.MIN_IDLE  # seconds a session must be unchanged to be rewritten
     force: bool = False  # rewrite a session even while its agent is using it
     now: datetime | None = None  # the time of the run (None: the clock, when asked)
@@ -81,26 +78,12 @@ class SessionRules:
     def time(self) -> datetime:
         return self.now or datetime.now(UTC)
 
-
-@dataclass(frozen=True)
-class Writing:
-    """How a result is written, wherever it goes."""
-
-    pretty: bool = False  # indented JSON (JSONL stays one line a message)
-    backup_suffix: str | None = None  # in place: the original is also kept beside the file
-    snapshots: Snapshots | None = None  # where originals and results are kept; None: nowhere
-    dry_run: bool = False  # decide and report, call no provider, write nothing
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """Everything a run needs for any of its inputs, besides the provider."""
-
-    job: Job = field(default_factory=Job)
-    writing: Writing = field(default_factory=Writing)
-    sessions: SessionRules = field(default_factory=SessionRules)
+    @property
+    def may_summarize(self) -> bool:
+        """Whether the command can call a provider at all (micro never does)."""
+        return self.command != "micro"
 
     @property
     def needs_provider(self) -> bool:
         """Whether a provider may be asked for a summary (never in a dry run or by micro)."""
-        return self.job.may_summarize and not self.writing.dry_run
+        return self.may_summarize and not self.dry_run

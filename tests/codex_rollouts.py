@@ -23,7 +23,7 @@ from compactor_core.providers.base import Summarizer
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.session_files import compact
 from compactor_core.session_files import index as session
-from compactor_core.settings import Job
+from compactor_core.settings import RunSettings
 
 SESSION_ID = "01a23819-475a-7650-98d2-6561a1ff0a95"
 NOW = datetime(2026, 12, 2, 12, 0, 0, 123456, tzinfo=UTC)
@@ -135,7 +135,7 @@ def index(data: bytes) -> session.SessionIndex:
     return session.index_session(io.BytesIO(data), Codex(), "<rollout>")
 
 
-def run(data: bytes, job: Job, provider: Summarizer | None = None) -> Result:
+def run(data: bytes, job: RunSettings, provider: Summarizer | None = None) -> Result:
     """``job`` on a rollout given as bytes; the summary by the offline extractive summarizer."""
     around = compact.Surroundings(now=NOW)
     summarizer = provider or ExtractiveSummarizer()

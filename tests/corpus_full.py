@@ -39,10 +39,9 @@ from checks_full import (
 from compactor_core.compaction import pipeline
 from compactor_core.compaction.estimate import estimate
 from compactor_core.compaction.full import find_pending_turn, full_compact
-from compactor_core.compaction.pipeline import Context
 from compactor_core.conversation.formats import Conversation, parse
 from compactor_core.providers.extractive import ExtractiveSummarizer
-from compactor_core.settings import Job, Settings
+from compactor_core.settings import RunSettings, Settings
 
 THRESHOLD = 1000
 RATIO_TARGET = 0.20
@@ -140,9 +139,9 @@ def measure(path: Path) -> Figures:
     fixed = estimate(systems + kept)
 
     provider = ExtractiveSummarizer()
-    job = Job("auto", Settings(threshold=THRESHOLD, policy="every-turn"))  # one summary
+    job = RunSettings("auto", Settings(threshold=THRESHOLD, policy="every-turn"))  # one summary
     started = time.perf_counter()
-    outcome = pipeline.run(job, conversation, Context(provider))
+    outcome = pipeline.run(job, conversation, provider)
     seconds = time.perf_counter() - started
     output = outcome.conversation.messages
     summary = summary_of(output) or ""
@@ -150,7 +149,7 @@ def measure(path: Path) -> Figures:
     paths = tool_paths(summarized)
     request = first_request(summarized)
     first_paths = named(summary, paths)
-    second = pipeline.run(Job("full"), Conversation(output), Context(provider))
+    second = pipeline.run(RunSettings("full"), Conversation(output), provider)
     second_summary = summary_of(second.conversation.messages) or ""
     latest = latest_request(summarized)
     return Figures(

@@ -1,7 +1,7 @@
 """The tests' provider seam: registered providers, as ``llm`` registers its mock model.
 
 A test puts a provider in place through the core's own registry
-(``compactor_core.providers.settings.SPECS``), never by patching a name inside the CLI, so the
+(``compactor_core.providers.catalog.SPECS``), never by patching a name inside the CLI, so the
 command line, batch workers (forked from the test's process) and the library all build it the
 way they build any provider.
 """
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from compactor_core.providers.anthropic import AnthropicSummarizer
+from compactor_core.providers.catalog import SPECS
 from compactor_core.providers.openai import OpenAISummarizer
-from compactor_core.providers.settings import SPECS
 
 # What the network providers' JsonClient is built with (a transport, a sleep), while a test says.
 CLIENT_OPTIONS: dict[str, Any] = {}

@@ -25,7 +25,7 @@ from compactor_core.session_files import registry
 from compactor_core.session_files.check import problems
 from compactor_core.session_files.compact import Surroundings
 from compactor_core.session_files.index import index_session, load_view
-from compactor_core.settings import Job, Settings
+from compactor_core.settings import RunSettings, Settings
 
 CLAUDE = registry.get("claude-code")
 REAL = sorted(CORPUS.glob("originals/cc_*__full.jsonl"))
@@ -34,18 +34,18 @@ SESSIONS = REAL + GENUINE
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 
-def transform(data: bytes, job: Job) -> tuple[bytes, object]:
+def transform(data: bytes, job: RunSettings) -> tuple[bytes, object]:
     around = Surroundings(NOW, Path("/s.jsonl"))
     after, outcome, _ = session_result(data, CLAUDE, job, ExtractiveSummarizer(), around)
     return after, outcome
 
 
 def micro(data: bytes, keep: int = 3) -> bytes:
-    return transform(data, Job("micro", Settings(keep_recent=keep)))[0]
+    return transform(data, RunSettings("micro", Settings(keep_recent=keep)))[0]
 
 
 def full(data: bytes) -> bytes:
-    return transform(data, Job("full", Settings(lang="en")))[0]
+    return transform(data, RunSettings("full", Settings(lang="en")))[0]
 
 
 def records(data: bytes) -> list[dict]:
@@ -175,7 +175,7 @@ def test_property_micro_keeps_every_other_byte(data: bytes) -> None:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(claude_code_sessions())
 def test_property_full_is_append_only_and_pair_safe(data: bytes) -> None:
-    after, outcome = transform(data, Job("full", Settings(lang="en")))
+    after, outcome = transform(data, RunSettings("full", Settings(lang="en")))
     if outcome.full != "compacted":
         assert after == data
         return
@@ -185,9 +185,9 @@ def test_property_full_is_append_only_and_pair_safe(data: bytes) -> None:
 
 def test_auto_is_micro_below_the_threshold_and_appends_a_summary_above_it() -> None:
     data = (CORPUS / "originals" / "cc_kimi_516b7270__full.jsonl").read_bytes()
-    small, outcome = transform(data, Job("auto", Settings(lang="en", threshold=1_000_000)))
+    small, outcome = transform(data, RunSettings("auto", Settings(lang="en", threshold=1_000_000)))
     assert small == micro(data) and outcome.full == "not run"
-    big, outcome = transform(data, Job("auto", Settings(lang="en", threshold=5000)))
+    big, outcome = transform(data, RunSettings("auto", Settings(lang="en", threshold=5000)))
     assert outcome.full == "compacted" and not outcome.over_threshold
     shrunk = micro(data)
     assert big.startswith(shrunk if shrunk.endswith(b"\n") else shrunk + b"\n")  # then appended

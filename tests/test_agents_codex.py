@@ -18,11 +18,11 @@ from compactor_core.agents.codex import Codex
 from compactor_core.compaction.estimate import estimate
 from compactor_core.conversation.boilerplate import CODEX_SUMMARY_INTRO
 from compactor_core.session_files import check, registry
-from compactor_core.settings import Job, Settings
+from compactor_core.settings import RunSettings, Settings
 
 FIXTURES = TESTS / "fixtures" / "codex"
-MICRO = Job("micro")
-FULL = Job("full", Settings(lang="en"))
+MICRO = RunSettings("micro")
+FULL = RunSettings("full", Settings(lang="en"))
 
 
 def fixture(name: str) -> bytes:
@@ -249,13 +249,13 @@ def test_micro_honours_exclude_tool_and_min_chars() -> None:
         rollout.user(f"request {turn}")
         rollout.tools(["short", "long " * 100])
     data = rollout.data()
-    only_long = run(data, Job("micro", Settings(min_chars=100))).data
+    only_long = run(data, RunSettings("micro", Settings(min_chars=100))).data
     new = records(only_long)
     outputs = [
         r["payload"]["output"] for r in new if r["payload"].get("type") == "function_call_output"
     ]
     assert outputs[:4] == ["short", "[truncated: exec_command result, 500 chars]"] * 2
-    excluded = Job("micro", Settings(exclude_tools=("exec_command",)))
+    excluded = RunSettings("micro", Settings(exclude_tools=("exec_command",)))
     assert run(data, excluded).data == data
 
 

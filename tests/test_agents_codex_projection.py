@@ -21,7 +21,7 @@ from codex_rollouts import records, run
 
 from compactor_core.agents.codex import Codex
 from compactor_core.session_files.agent_indexes import forget_projection
-from compactor_core.settings import Job
+from compactor_core.settings import RunSettings
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def shrink_and_resume(made: Session, tmp_path: Path) -> Session:
         (session.root / "codex" / path.name).write_bytes(path.read_bytes())
     with sqlite3.connect(session.root / "codex" / "state_5.sqlite") as connection:
         connection.execute("UPDATE threads SET rollout_path = ?", (str(session.path),))
-    shrunk = run(session.path.read_bytes(), Job("micro")).data
+    shrunk = run(session.path.read_bytes(), RunSettings("micro")).data
     assert len(shrunk) < session.path.stat().st_size
     session.path.write_bytes(shrunk)
     assert Codex().after_replace(session.path) is None

@@ -23,10 +23,10 @@ from compactor_core.conversation.boilerplate import CODEX_SUMMARY_INTRO
 from compactor_core.providers.base import SummaryRequest
 from compactor_core.session_files import check
 from compactor_core.session_files import index as session
-from compactor_core.settings import Job, Settings
+from compactor_core.settings import RunSettings, Settings
 
-MICRO = Job("micro")
-FULL = Job("full", Settings(lang="en"))
+MICRO = RunSettings("micro")
+FULL = RunSettings("full", Settings(lang="en"))
 PROPERTIES = settings(max_examples=60, deadline=None)
 # Payload types a command may change: tool outputs (also inside a replacement history) and
 # the UI copies of them.

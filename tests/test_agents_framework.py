@@ -19,7 +19,7 @@ from compactor_core.session_files.index import index_session
 from compactor_core.session_files.records import Line, lines, parse_exact, parse_fast
 from compactor_core.session_files.registry import detect
 from compactor_core.session_files.write import UNCHANGED, session_chunks
-from compactor_core.settings import Job
+from compactor_core.settings import RunSettings
 
 KIMI = CORPUS / "originals" / "cc_kimi_516b7270__full.jsonl"
 CLAUDE = registry.get("claude-code")
@@ -71,7 +71,7 @@ def test_the_cli_offers_the_registry_formats() -> None:
 
 def test_crlf_and_bom_survive_a_rewrite() -> None:
     data = b"\xef\xbb\xbf" + KIMI.read_bytes().replace(b"\n", b"\r\n")
-    after, _, _ = session_result(data, CLAUDE, Job("micro"))
+    after, _, _ = session_result(data, CLAUDE, RunSettings("micro"))
     assert after.startswith(b"\xef\xbb\xbf") and after != data
     assert after.count(b"\r\n") == data.count(b"\r\n") and after.count(b"\n") == data.count(b"\n")
 
@@ -91,7 +91,7 @@ def test_in_use_by_idle_time_and_by_a_writer(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(b"{}\n")
     now = time.time()
-    assert "less than --min-idle" in (in_use(path, now, 60) or "")
+    assert "less than min_idle=" in (in_use(path, now, 60) or "")
     os.utime(path, (now - 120, now - 120))
     assert in_use(path, now, 60) is None
     reader = subprocess.Popen(

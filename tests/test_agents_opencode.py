@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 import subprocess
 import sys
 from contextlib import closing
@@ -314,3 +315,38 @@ def test_a_session_in_a_database_is_changed_in_place_only(database: Path) -> Non
         f"ctxpack: {database}#{session_of(database)}: a session in a database is changed in "
         "place only: use --in-place\n"
     )
+
+
+def test_an_exclusively_locked_database_is_in_use_for_every_command(database: Path) -> None:
+    before = every_row(database)
+    with closing(sqlite3.connect(database, isolation_level=None)) as holder:
+        holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+        holder.execute("BEGIN EXCLUSIVE")
+        done = [invoke(*command, database) for command in (("estimate",), ("micro", *IN_PLACE))]
+        holder.execute("ROLLBACK")
+    assert [result.exit_code for result in done] == [75, 75]
+    assert all(result.stderr.endswith("locked by its agent, left as is\n") for result in done)
+    assert every_row(database) == before
+
+
+def test_a_blob_in_a_row_is_bad_input_that_names_its_place(database: Path) -> None:
+    with closing(sqlite3.connect(database)) as writer:
+        part = writer.execute("SELECT id FROM part LIMIT 1").fetchone()[0]
+        writer.execute("UPDATE part SET data = X'00FF10' WHERE id = ?", (part,))
+        writer.commit()
+    done = invoke("check", database)
+    assert done.exit_code == 65
+    assert f"part {part}: its data is a BLOB, not JSON text" in done.stderr
+
+
+def test_backup_never_writes_through_a_link_planted_where_its_copy_is_made(
+    database: Path, tmp_path: Path
+) -> None:
+    precious = tmp_path / "precious"
+    precious.write_bytes(b"not yours")
+    for pid in range(os.getpid() - 50, os.getpid() + 500):  # the names the old code would use
+        planted = database.parent / f".opencode.db.bak.{pid}.ctxpack-tmp"
+        planted.symlink_to(precious)
+    assert invoke("micro", *IN_PLACE, "--backup", ".bak", database).exit_code == 0
+    assert precious.read_bytes() == b"not yours"
+    assert stat.S_IMODE(Path(f"{database}.bak").stat().st_mode) == 0o600

@@ -12,6 +12,7 @@ The real-process side (exit statuses, reports, SIGKILL) is in ``test_cli_batch.p
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import stat
@@ -29,7 +30,7 @@ from compactor_core.batch import engines, targets
 from compactor_core.batch.engines import Engine, local_chunks, run_all
 from compactor_core.batch.targets import DEFAULT_GLOBS, Listing, clean_up_after_killed_runs
 from compactor_core.compaction.outcome import Report
-from compactor_core.compaction.pipeline import Context, run
+from compactor_core.compaction.pipeline import run
 from compactor_core.conversation.formats import dump, parse
 from compactor_core.disk import atomic
 from compactor_core.disk import replace as files
@@ -42,7 +43,7 @@ from compactor_core.process import Target, process
 from compactor_core.providers.base import SummaryRequest
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.providers.registry import ProviderSettings
-from compactor_core.settings import Job, RunSettings, Settings, Writing
+from compactor_core.settings import RunSettings, Settings
 from compactor_core.snapshots.base import session_id_for_file
 from compactor_core.snapshots.local_store import SnapshotStore
 
@@ -156,10 +157,10 @@ def mixed_folder(root: Path) -> dict[str, Path]:
     return files
 
 
-def expected_micro(path: Path, job: Job | None = None) -> bytes:
+def expected_micro(path: Path, job: RunSettings | None = None) -> bytes:
     """What the single-file command writes for ``path`` (to stdout)."""
     conversation = parse(path.read_bytes(), str(path))
-    return dump(run(job or Job("micro"), conversation).conversation)
+    return dump(run(job or RunSettings("micro"), conversation).conversation)
 
 
 def fingerprint(path: Path) -> tuple[bytes, int, int]:
@@ -183,8 +184,8 @@ def tree(root: Path) -> dict[str, tuple[bytes | None, int, int]]:
 def in_place(snapshots: Path | None = None, **options: Any) -> RunSettings:
     store = SnapshotStore(snapshots) if snapshots else None
     dry_run = options.pop("dry_run", False)
-    job = options.pop("job", Job("micro", measure=True))
-    return RunSettings(job, Writing(snapshots=store, dry_run=dry_run, **options))
+    job = options.pop("job", RunSettings("micro", measure=True))
+    return dataclasses.replace(job, snapshots=store, dry_run=dry_run, **options)
 
 
 def do(
@@ -291,7 +292,7 @@ def test_two_inputs_for_one_output_file_are_refused(tmp_path: Path) -> None:
 def test_an_input_that_would_be_its_own_output_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "d"
     write_session(root / "a.json")
-    with pytest.raises(OutputError, match="in-place"):
+    with pytest.raises(OutputError, match="output_dir=None"):
         find_targets([str(root)], True, output_dir=root)
 
 
@@ -349,7 +350,7 @@ def test_no_transcript_saves_no_snapshot(tmp_path: Path) -> None:
 
 
 def expected_micro_of(messages: list[dict]) -> bytes:
-    return dump(run(Job("micro"), parse(encode(messages))).conversation)
+    return dump(run(RunSettings("micro"), parse(encode(messages))).conversation)
 
 
 def test_a_second_run_changes_nothing(tmp_path: Path) -> None:
@@ -378,7 +379,7 @@ def test_dry_run_writes_nothing_and_says_what_would_change(tmp_path: Path) -> No
 def test_dry_run_of_a_full_compaction_calls_no_model(tmp_path: Path) -> None:
     path = write_session(tmp_path / "a.json")
     before = fingerprint(path)
-    job = Job("full", measure=True)
+    job = RunSettings("full", measure=True)
     reports = do(
         find_targets([str(path)], False), in_place(tmp_path / "snaps", job=job, dry_run=True)
     )
@@ -445,12 +446,12 @@ def test_one_worker_and_two_give_the_same_files(tmp_path: Path) -> None:
 
 
 def test_auto_in_a_batch_equals_auto_on_one_file(tmp_path: Path) -> None:
-    job = Job("auto", Settings(threshold=300), measure=True)
+    job = RunSettings("auto", Settings(threshold=300), measure=True)
     big = write_session(tmp_path / "big.json", turns=12, size=800, seed=7)
     small = write_session(tmp_path / "small.json", turns=1, seed=8)
-    context = Context(ExtractiveSummarizer())
+    provider = ExtractiveSummarizer()
     expected = {
-        path: dump(run(job, parse(path.read_bytes()), context).conversation)
+        path: dump(run(job, parse(path.read_bytes()), provider).conversation)
         for path in (big, small)
     }
     reports = do(find_targets([str(tmp_path)], True), in_place(tmp_path / "snaps", job=job), 2)
@@ -528,7 +529,7 @@ def test_a_read_only_file_costs_no_model_call(tmp_path: Path) -> None:
             calls.append(request)
             return super().summarize(request)
 
-    settings = in_place(tmp_path / "snaps", job=Job("full", measure=True))
+    settings = in_place(tmp_path / "snaps", job=RunSettings("full", measure=True))
     report = process(local(path, "a.json"), settings, Recorder())
     assert isinstance(report.error, OutputError)
     assert calls == []
@@ -603,7 +604,7 @@ def test_a_file_changed_while_the_model_writes_its_summary_is_left_alone(tmp_pat
             change_file(path, keep_size_and_mtime=False)
             return super().summarize(request)
 
-    job = Job("full", measure=True)
+    job = RunSettings("full", measure=True)
     report = process(local(path, "a.json"), in_place(tmp_path / "snaps", job=job), SlowModel())
     assert isinstance(report.error, OutputError)
     assert path.read_bytes() == original + b"\n"  # the other program's version

@@ -30,7 +30,7 @@ def test_prints_one_integer() -> None:
 NOT_AT_START_UP = (
     "pathlib",
     "compactor_core.providers.registry",
-    "compactor_core.providers.settings",
+    "compactor_core.providers.catalog",
     "cli.agents",
     "cli.restore",
     "cli.run",

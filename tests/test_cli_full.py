@@ -367,6 +367,6 @@ def test_corpus_auto_through_the_cli(path: Path) -> None:
     out = output(result)
     assert pair_violations(out) == []
     conversation = parse(path.read_bytes(), str(path))
-    job = pipeline.Job("auto", Settings(threshold=1000))
-    expected = pipeline.run(job, conversation, pipeline.Context(ExtractiveSummarizer()))
+    job = pipeline.RunSettings("auto", Settings(threshold=1000))
+    expected = pipeline.run(job, conversation, ExtractiveSummarizer())
     assert out == expected.conversation.messages

@@ -23,7 +23,7 @@ from compactor_core.compaction.pipeline import run
 from compactor_core.conversation.formats import Conversation, dumps
 from compactor_core.errors import ProviderError
 from compactor_core.providers.base import SummaryRequest
-from compactor_core.settings import Job, Settings
+from compactor_core.settings import RunSettings, Settings
 
 COMPAT = Settings(compat=True)
 
@@ -45,7 +45,7 @@ class Recorder:
 
 
 def compat_micro(messages: list[dict]) -> list[dict]:
-    job = Job("micro", COMPAT)
+    job = RunSettings("micro", COMPAT)
     return run(job, Conversation(messages)).conversation.messages
 
 

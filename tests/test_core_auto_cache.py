@@ -14,20 +14,32 @@ from compactor_core import Settings, compact
 from compactor_core.compaction.cache_apply import micro_in_batches
 from compactor_core.compaction.cache_plan import plan, request_points
 from compactor_core.compaction.micro import micro_compact
-from compactor_core.compaction.pipeline import Context, run
+from compactor_core.compaction.pipeline import run
 from compactor_core.compaction.status import Status
 from compactor_core.conversation.formats import Conversation
-from compactor_core.settings import Job
+from compactor_core.settings import RunSettings
 from compactor_core.snapshots.local_store import SnapshotStore
 
 
-def test_auto_marks_in_batches_where_every_turn_marks_every_call() -> None:
+def test_auto_marks_in_batches_that_pay_for_themselves_where_every_turn_marks_every_call() -> None:
     messages = session(6)  # three old turns of about 990 tokens each
     every_turn = compact(messages, "auto", Settings(policy="every-turn"))
     assert every_turn == micro_compact(messages, Settings())[0]  # turns 0, 1, 2
-    batched = compact(messages, "auto", Settings(min_gain=1500))
-    assert batched == micro_compact(messages, Settings(keep_recent=4))[0]  # 0, 1; 2 waits
+    # turns 0, 1 and 2 would free ~2,970 tokens, read on as many requests as came (7: ~2,080
+    # at 0.1x), and have the ~3,000 after them written again (1.15x: ~3,500): not worth it yet
+    assert compact(messages, "auto", Settings(min_gain=1500)) == messages
+    longer = session(8)  # five old turns free ~4,950, read on 9 requests: worth it now
+    batched = compact(longer, "auto", Settings(min_gain=1500))
+    assert batched == micro_compact(longer, Settings())[0]
     assert compact(messages, "auto", Settings()) == messages  # 5000 tokens: nothing yet
+
+
+def test_a_batch_that_frees_more_than_it_costs_is_marked() -> None:
+    messages = session(6)
+    huge = messages[2]["content"][0]  # turn 0's result, now 200,000 characters (~50k tokens)
+    messages[2] = {**messages[2], "content": [{**huge, "content": "x" * 200_000}]}
+    batched = compact(messages, "auto", Settings(min_gain=1500, threshold=10**7))
+    assert batched == micro_compact(messages, Settings(keep_recent=5))[0]  # turn 0 alone
 
 
 def test_the_bareagent_profile_ignores_the_policy() -> None:
@@ -51,8 +63,8 @@ def test_snapshots_only_when_this_request_is_cut(tmp_path: Path) -> None:
     messages = session(8)
 
     def auto(history: list[dict[str, Any]]) -> Any:
-        context = Context(None, store, "s", original=b"[]")
-        return run(Job("auto", settings), Conversation(copy.deepcopy(history)), context)
+        told = RunSettings("auto", settings, snapshots=store)
+        return run(told, Conversation(copy.deepcopy(history)), None, "s", original=b"[]")
 
     cut_now = next(p for p in request_points(messages) if plan(messages[:p], settings).cuts_now)
     first = auto(messages[:cut_now])
@@ -68,8 +80,8 @@ def test_snapshots_only_when_this_request_is_cut(tmp_path: Path) -> None:
 def test_a_dry_run_counts_the_summary_at_its_budget() -> None:
     messages = session(8)
     settings = Settings(threshold=6000, min_gain=10**6)
-    would = run(Job("auto", settings), Conversation(messages), dry_run=True)
-    done = run(Job("auto", settings, measure=True), Conversation(messages))
+    would = run(RunSettings("auto", settings, dry_run=True), Conversation(messages))
+    done = run(RunSettings("auto", settings, measure=True), Conversation(messages))
     assert would.full == Status.WOULD_RUN and done.full == Status.COMPACTED
     assert would.tokens_before == done.tokens_before
     assert would.tokens_after >= done.tokens_after

@@ -18,7 +18,7 @@ from compactor_core.ends.destinations import InPlace
 from compactor_core.ends.sources import LocalFile
 from compactor_core.errors import OutputError
 from compactor_core.process import Target, process
-from compactor_core.settings import Job, RunSettings, Settings, Writing
+from compactor_core.settings import RunSettings, Settings
 from compactor_core.snapshots.base import session_id_for_file
 from compactor_core.snapshots.local_store import SnapshotStore
 
@@ -214,7 +214,7 @@ def rewrite(
             return outcome
 
         monkeypatch.setattr(process_module, "decide", decide_then)
-    run = RunSettings(Job("micro", Settings(keep_recent=0)), Writing(**writing))
+    run = RunSettings("micro", Settings(keep_recent=0), **writing)
     report = process(Target(LocalFile(path, label or str(path)), InPlace()), run)
     if report.error is not None:
         raise report.error

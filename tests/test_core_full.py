@@ -28,11 +28,11 @@ from support_full import (
 
 from compactor_core.compaction.estimate import estimate, quarters_to_tokens, text_quarters
 from compactor_core.compaction.full import full_compact
-from compactor_core.compaction.pipeline import Context, run
+from compactor_core.compaction.pipeline import run
 from compactor_core.compaction.serialize import serialize
 from compactor_core.conversation.formats import Conversation
 from compactor_core.errors import ProviderError, RetryableProviderError
-from compactor_core.settings import Job, Settings
+from compactor_core.settings import RunSettings, Settings
 
 Message = dict[str, Any]
 BAREAGENT = Settings(compat=True)
@@ -841,8 +841,8 @@ def test_a_model_sees_the_previous_summary_first() -> None:
 
 def auto(messages: list[Message], threshold: int, provider: Any, **job: Any) -> Any:
     """SPEC §4's auto: micro on every call (the cache-aware default: test_core_cache_policy)."""
-    job = Job("auto", Settings(threshold=threshold, policy="every-turn"), **job)
-    return run(job, Conversation(messages), Context(provider))
+    job = RunSettings("auto", Settings(threshold=threshold, policy="every-turn"), **job)
+    return run(job, Conversation(messages), provider)
 
 
 def micro_only(messages: list[Message]) -> list[Message]:
@@ -921,7 +921,7 @@ def test_a_cut_off_summary_is_kept_and_reported() -> None:
     assert result.status == "compacted"
     assert result.summary == "目标：修复"
     assert result.cut_off is not None and "max_tokens (5)" in str(result.cut_off)
-    outcome = run(Job("full"), Conversation(session_zh()), Context(CutOffProvider()))
+    outcome = run(RunSettings("full"), Conversation(session_zh()), CutOffProvider())
     assert outcome.changed and outcome.error is None
     assert str(outcome.cut_off) == str(result.cut_off)
 

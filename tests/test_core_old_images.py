@@ -15,7 +15,7 @@ from compactor_core.agents.claude_code import ClaudeCode
 from compactor_core.compaction.estimate import estimate
 from compactor_core.compaction.micro import micro_compact
 from compactor_core.compaction.old_images import mark_old_images
-from compactor_core.settings import Job, Settings
+from compactor_core.settings import RunSettings, Settings
 
 WIDE = base64.b64encode(TOO_WIDE).decode()
 MARKER = "[image: png 9000x40, 4 KB]"
@@ -115,7 +115,7 @@ def test_a_claude_code_session_s_old_images_become_markers_in_their_records() ->
             {"type": "image", "source": image},
         ]
     data = b"".join(json.dumps(r).encode() + b"\n" for r in records)
-    job = Job("micro", Settings(images=True, keep_recent=1))
+    job = RunSettings("micro", Settings(images=True, keep_recent=1))
     result, outcome, _ = session_result(data, ClaudeCode(), job)
     assert outcome.images == len(users) - 1
     changed = [json.loads(line) for line in result.splitlines()]

@@ -24,13 +24,13 @@ from compactor_core.ends.sources import Given
 from compactor_core.session_files.check import problems
 from compactor_core.session_files.index import index_session, load_view
 from compactor_core.session_files.registry import get
-from compactor_core.settings import Job, Settings
+from compactor_core.settings import RunSettings, Settings
 
 FIXTURES = TESTS / "fixtures"
 CLAUDE = FIXTURES / "claude_code" / "session.jsonl"
 CODEX = FIXTURES / "codex" / "plain.jsonl"
 COPILOT = FIXTURES / "more_agents" / "copilot-cli.jsonl"
-RESCUE = Job("rescue", Settings(threshold=200_000), measure=True)
+RESCUE = RunSettings("rescue", Settings(threshold=200_000), measure=True)
 BROKEN = {"unanswered-call", "orphan-result", "dangling-parent"}
 
 
@@ -38,7 +38,7 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def rescued(data: bytes, job: Job = RESCUE) -> tuple[bytes, object]:
+def rescued(data: bytes, job: RunSettings = RESCUE) -> tuple[bytes, object]:
     """The file ``rescue`` makes of ``data``, by the one pipeline, and its outcome."""
     with open_document(Given(data, "<session>")) as document:
         subject = document.subject(job)

@@ -27,7 +27,7 @@ from helpers import CORPUS, CTXPACK, run, still_running
 
 from compactor_core.compaction.pipeline import run as run_job
 from compactor_core.conversation.formats import dump, parse
-from compactor_core.settings import Job, Settings
+from compactor_core.settings import RunSettings, Settings
 
 SUMMARY = re.compile(r"^ctxpack: (\d+) files, (\d+) changed, (\d+) failed, tokens (\d+) -> (\d+)")
 MICRO = ("micro", "--keep-recent", "2")
@@ -99,7 +99,7 @@ def local_files(root: Path) -> dict[str, bytes]:
 
 def expected_micro(files: dict[str, bytes]) -> dict[str, bytes]:
     """What ``micro --keep-recent 2`` makes of each session, worked out in this process."""
-    job = Job("micro", Settings(keep_recent=2))
+    job = RunSettings("micro", Settings(keep_recent=2))
     results = {}
     for key, data in files.items():
         if key.endswith(".json") and not key.rsplit("/", 1)[-1].startswith("."):

@@ -16,7 +16,7 @@ import compactor_core
 from compactor_core import Settings, Status, compact, defaults, run
 from compactor_core.conversation.formats import Conversation, parse
 from compactor_core.errors import InputError, ProviderError
-from compactor_core.settings import Job
+from compactor_core.settings import RunSettings
 
 
 def test_the_module_doctest_runs() -> None:
@@ -74,7 +74,7 @@ def test_compact_never_modifies_its_input(mode: str) -> None:
 
 def test_auto_without_a_provider_uses_the_extractive_one() -> None:
     example = Path(__file__).parent.parent / "examples" / "session.json"
-    outcome = run(Job("auto", Settings(threshold=0)), parse(example.read_bytes()))
+    outcome = run(RunSettings("auto", Settings(threshold=0)), parse(example.read_bytes()))
     assert outcome.full is Status.COMPACTED
     assert outcome.conversation.messages[1]["content"].startswith("[Context Compressed]\n")
 
@@ -108,7 +108,7 @@ def test_a_provider_error_carries_the_http_status() -> None:
     provider = build_provider(settings, transport=transport)
     provider_result = compact(session_zh(), "full", provider=provider)
     assert provider_result == session_zh()
-    outcome = run(Job("full"), Conversation(session_zh()), compactor_core.Context(provider))
+    outcome = run(RunSettings("full"), Conversation(session_zh()), provider)
     assert isinstance(outcome.error, ProviderError) and outcome.error.status_code == 400
 
 
@@ -120,6 +120,6 @@ def test_the_providers_import_without_a_cycle() -> None:
 
 def test_the_cli_offers_every_provider() -> None:
     """``--provider`` takes its choices from defaults, so start-up imports no provider code."""
-    from compactor_core.providers.settings import SPECS
+    from compactor_core.providers.catalog import SPECS
 
     assert tuple(SPECS) == defaults.PROVIDER_NAMES

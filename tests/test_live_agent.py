@@ -26,7 +26,7 @@ from compactor_core.disk import commit, leases
 from compactor_core.ends.destinations import InPlace
 from compactor_core.ends.sources import LocalFile
 from compactor_core.process import Target, process
-from compactor_core.settings import Job, RunSettings, SessionRules, Settings, Writing
+from compactor_core.settings import RunSettings, Settings
 from compactor_core.snapshots.local_store import SnapshotStore
 
 pytestmark = pytest.mark.skipif(not available(), reason="needs Linux inotify")
@@ -258,9 +258,7 @@ for number in range(1, int(sys.argv[2]) + 1):
 
 def compact_in_place(path: Path, store: Path) -> Report:
     run_settings = RunSettings(
-        Job("micro", Settings(keep_recent=0)),
-        Writing(snapshots=SnapshotStore(store)),
-        SessionRules(min_idle=0),
+        "micro", Settings(keep_recent=0), snapshots=SnapshotStore(store), min_idle=0
     )
     return process(Target(LocalFile(path, str(path)), InPlace()), run_settings)
 

@@ -19,7 +19,7 @@ from support_full import RecordingProvider, session_zh
 
 from compactor_core import CompactionWarning, Settings, compact, compact_file, provider
 from compactor_core.errors import InputError, SessionInUse, SummaryCutOff
-from compactor_core.providers.settings import ProviderSettings
+from compactor_core.providers.catalog import ProviderSettings
 from compactor_core.snapshots.local_store import SnapshotStore
 
 CLAUDE_SESSION = TESTS / "fixtures" / "claude_code" / "session.jsonl"
@@ -135,7 +135,7 @@ def test_compact_file_does_a_session_file_in_place(tmp_path: Path) -> None:
     assert again.changed
     with path.open("ab") as agent:  # its agent writes a line: now it is in use
         agent.write(b'{"type":"user","uuid":"u-late","message":{"role":"user","content":"x"}}\n')
-    with pytest.raises(SessionInUse, match="less than --min-idle 60s"):
+    with pytest.raises(SessionInUse, match="less than min_idle=60s"):
         compact_file(path, "micro", Settings(keep_recent=0), snapshots=snapshots)
     bad = tmp_path / "bad.json"
     bad.write_text('[{"role": 1}]')

@@ -211,11 +211,9 @@ def test_a_user_who_cannot_keep_the_owner_leaves_the_file_alone(space: Path, oth
 def _compact(path: str, store: str) -> Any:
     from compactor_core.ends.destinations import InPlace
     from compactor_core.process import Target, process
-    from compactor_core.settings import Job, RunSettings, SessionRules, Writing
+    from compactor_core.settings import RunSettings
 
-    run_settings = RunSettings(
-        Job("micro"), Writing(snapshots=SnapshotStore(Path(store))), SessionRules(min_idle=0)
-    )
+    run_settings = RunSettings("micro", snapshots=SnapshotStore(Path(store)), min_idle=0)
     report = process(Target(LocalFile(Path(path), path), InPlace()), run_settings)
     return report.error or "done"
 

@@ -3,7 +3,7 @@ providers (issue 33): each cause of a cache write made happen, and the report's 
 what each agent records of its bill, summed as the server billed it.
 
 Each session has a server (and a cache) of its own, so that its first request is its first. The
-causes are read from the report's JSON by session, as a user would (``--no-with-ctxpack``: the
+causes are read from the report's JSON, as a user would (``--no-with-ctxpack``: the
 counterfactual is another test's).
 """
 
@@ -33,7 +33,7 @@ from compactor_core.report.collect import SessionPlace, bills_of
 from compactor_core.session_files.base import COMPACTED, RESUMED
 from compactor_core.settings import Settings
 
-AWAY = timedelta(minutes=10)  # longer than the 5-minute cache's lifetime
+PAUSE = 600.0  # seconds: two lifetimes of the 5-minute cache
 
 
 def report_by_session(*paths: Path) -> dict[str, dict[str, Any]]:
@@ -68,14 +68,18 @@ def claude_turn(number: int) -> list[Reply]:
 
 
 def claude_session(
-    tmp_path: Path, between: Callable[[ModelServer, ClaudeHome, Path, str], Any], **resumed: Any
+    tmp_path: Path,
+    between: Callable[[ModelServer, ClaudeHome, Path, str], Any],
+    billing: Billing | None = None,
+    **resumed: Any,
 ) -> Path:
     """A new session of one turn; ``between`` the runs (the server, the home, the project, the
-    session id); then one more turn, resumed (``resumed``: more of ``run_claude``'s options)."""
+    session id); then one more turn, resumed (``resumed``: more of ``run_claude``'s options).
+    ``billing``: the server's (default: a cache that never expires)."""
     home, project = ClaudeHome(tmp_path / "claude"), tmp_path / "project"
     project.mkdir()
     session_id = str(uuid.uuid4())
-    with ModelServer(Script(), billing=Billing()) as server:
+    with ModelServer(Script(), billing=billing or Billing()) as server:
         server.script.extend(claude_turn(0))
         run_claude(home, project, "Request 0: count.", server, session_id=session_id).check()
         between(server, home, project, session_id)
@@ -98,28 +102,19 @@ def test_a_resume_within_the_cache_s_lifetime_misses_nothing(tmp_path: Path) -> 
 
 
 def test_a_gap_over_the_cache_s_lifetime_is_the_cache_expired(tmp_path: Path) -> None:
-    """The user was away: the provider forgot the cache, and the file's times say how long."""
-    path = claude_session(tmp_path, lambda server, *_: server.billing.expire())
-    away_from(path, "Request 1: count.", AWAY)
+    """The user was away: the provider's cache expired, and the file's times say how long."""
+    now, paused = [1_000_000.0], []
+
+    def pause(_server: ModelServer, home: ClaudeHome, project: Path, session_id: str) -> None:
+        paused.append(len(home.session_file(project, session_id).read_text().splitlines()))
+        now[0] += PAUSE
+
+    path = claude_session(tmp_path, pause, Billing(clock=lambda: now[0]))
+    shifted(path, paused[0], PAUSE)
     group = only_group(path)
     assert misses(group) == {FIRST, EXPIRED}
     assert group["causes"][EXPIRED] > 10_000  # the system prompt and the tools, written again
     assert sum(group["causes"].values()) == group["cache_write"]
-
-
-def away_from(path: Path, prompt: str, away: timedelta) -> None:
-    """Every record from the user's ``prompt`` on ``away`` later, as if the user had left."""
-    lines, later = [], False
-    for line in path.read_text().splitlines(keepends=True):
-        record = json.loads(line)
-        later |= record.get("type") == "user" and record["message"].get("content") == prompt
-        if later and isinstance(record.get("timestamp"), str):
-            moment = datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00")) + away
-            record["timestamp"] = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-            line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-        lines.append(line)
-    assert later, f"no prompt {prompt!r} in {path}"
-    path.write_text("".join(lines))
 
 
 def test_claude_code_s_own_compact_is_the_compaction(tmp_path: Path) -> None:
@@ -145,6 +140,44 @@ def test_another_model_on_resume_is_a_model_switch(tmp_path: Path) -> None:
     assert misses(only_group(path)) == {FIRST, MODEL_SWITCH}
     models = [request.model for request in bill(path).requests]
     assert models[0] != models[-1] == "claude-haiku-4-5"
+
+
+def shifted(path: Path, first_line: int, seconds: float) -> None:
+    """Move the times of every record from ``first_line`` on by ``seconds``: the session as if
+    the user had paused that long before it."""
+    lines = path.read_text().splitlines(keepends=True)
+    for number in range(first_line, len(lines)):
+        record = json.loads(lines[number])
+        if isinstance(record.get("timestamp"), str):
+            moment = datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00"))
+            later = (moment + timedelta(seconds=seconds)).isoformat(timespec="milliseconds")
+            record["timestamp"] = later.replace("+00:00", "Z")
+            lines[number] = json.dumps(record, ensure_ascii=False) + "\n"
+    path.write_text("".join(lines))
+
+
+def test_each_cache_write_of_a_real_session_gets_its_cause(tmp_path: Path) -> None:
+    now = [1_000_000.0]
+    home, project = ClaudeHome(tmp_path / "claude"), tmp_path / "project"
+    project.mkdir()
+    session = str(uuid.uuid4())
+    with ModelServer(Script(), billing=Billing(clock=lambda: now[0])) as server:
+        run_claude(home, project, "list the files", server, session_id=session).check()
+        run_claude(home, project, "and the tests?", server, resume=session).check()
+        path = home.session_file(project, session)
+        paused = len(path.read_text().splitlines())
+        now[0] += PAUSE  # the user thinks for ten minutes: the cache expires
+        run_claude(home, project, "now the docs", server, resume=session).check()
+        run_claude(home, project, "/compact", server, resume=session).check()
+        run_claude(home, project, "go on", server, resume=session).check()
+    shifted(path, paused, PAUSE)  # the file says so too
+    done = run("report", "--json", "--no-with-ctxpack", "--misses", "--by", "session", path)
+    assert done.returncode == 0, done.stderr
+    causes = json.loads(done.stdout)["total"]["causes"]
+    assert causes["first request"] > 0
+    assert causes["cache expired"] > 0
+    assert causes["compaction"] > 0
+    assert "unexplained" not in causes
 
 
 # --- Codex: a resume and its own compaction -------------------------------------------------------

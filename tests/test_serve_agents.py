@@ -112,7 +112,9 @@ def report(session: Session, how: str, shrink: Shrink, tokens: tuple[int, int]) 
 def test_resumes_through_the_proxy_with_old_results_as_markers(
     session: Session, baseline: Conversation, tmp_path: Path
 ) -> None:
-    through = resume_through_proxy(session, tmp_path / "micro")  # under the default threshold
+    # under the default threshold, every old result a marker (a batch of a short session
+    # would not pay for itself: --min-gain 0 asks for the markers)
+    through = resume_through_proxy(session, tmp_path / "micro", "--min-gain", "0")
     tokens = check_through(through, baseline)
     shrink = assert_micro(baseline, through.sent, tmp_path)  # pairs, newest 3 whole, exact markers
     report(session, "micro", shrink, tokens)

@@ -91,3 +91,13 @@ def test_each_request_of_a_growing_session_reports_what_its_cache_reads() -> Non
     for report in reports[1:]:
         assert 0 < report.cached_out <= report.tokens_out
         assert 0 < report.cached_in <= report.tokens_in
+
+
+def test_a_string_content_and_the_same_text_as_one_block_are_one_prefix() -> None:
+    ledger = Ledger()
+    first = [{"role": "user", "content": "hello"}]
+    again = [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]
+    again += [{"role": "assistant", "content": "hi"}, {"role": "user", "content": "go on"}]
+    ledger.record({}, first, first, now=0)
+    reuse = ledger.record({}, again, again, now=1)
+    assert reuse.previous and reuse.stable

@@ -46,7 +46,7 @@ from ..session_files.stores import DOCUMENT, Result, SessionStore, StoredFormat
 from ..session_files.usage import calls_of, token_count
 
 if TYPE_CHECKING:
-    from ..settings import SessionRules
+    from ..settings import RunSettings
 
 MESSAGES = "messages"
 RESULTS = "results"
@@ -79,7 +79,7 @@ class ClineStore(SessionStore):
     def original(self) -> Iterator[bytes]:
         yield self.data
 
-    def busy(self, rules: SessionRules) -> str | None:
+    def busy(self, rules: RunSettings) -> str | None:
         """Cline's own word: ``<id>.json`` says a live process of its has the session (a word
         ``--force`` overrides: it may be stale)."""
         if self.path is None or rules.force:

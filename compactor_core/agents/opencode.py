@@ -38,7 +38,7 @@ import orjson
 
 from ..conversation.formats import Message, dumps
 from ..ends.sources import session_name
-from ..errors import UsageError
+from ..errors import InputError, SessionInUse, UsageError
 from ..session_files.base import (
     Compaction,
     Record,
@@ -47,7 +47,7 @@ from ..session_files.base import (
     ViewMessage,
     by_role,
 )
-from ..session_files.database import DatabaseStore, Rows, insert
+from ..session_files.database import DatabaseStore, Rows, insert, is_locked
 from ..session_files.keys import key
 from ..session_files.stores import DATABASE, Result, StoredFormat
 from ..session_files.ui_copies import shrink_strings
@@ -87,14 +87,11 @@ class OpenCodeStore(DatabaseStore):
     def records_of(self, rows: Rows) -> list[Record]:
         parts: dict[str, list[dict[str, Any]]] = {}
         for row in sorted(rows["part"], key=lambda row: row["id"]):
-            part = {**_data(row), "id": row["id"], "sessionID": row["session_id"]}
+            part = _with_ids(row, "part", self.label)
             parts.setdefault(row["message_id"], []).append({**part, "messageID": row["message_id"]})
         messages = sorted(rows["message"], key=lambda row: (row["time_created"], row["id"]))
         return [
-            {
-                "info": {**_data(row), "id": row["id"], "sessionID": row["session_id"]},
-                "parts": parts.get(row["id"], []),
-            }
+            {"info": _with_ids(row, "message", self.label), "parts": parts.get(row["id"], [])}
             for row in messages
         ]
 
@@ -163,14 +160,16 @@ class OpenCode(StoredFormat):
                     return []
                 query = "SELECT id FROM session ORDER BY time_created, id"
                 return [row[0] for row in connection.execute(query)]
-        except sqlite3.Error:
+        except sqlite3.Error as error:
+            if is_locked(error):  # OpenCode holds it exclusively: in use, not something else
+                raise SessionInUse(f"{path}: locked by its agent, left as is") from None
             return []
 
     def open_store(self, handle: BinaryIO, label: str, session: str | None) -> OpenCodeStore:
         if session is None:
             raise UsageError(
                 f"{label}: a database of sessions: name one as {label}#SESSION "
-                "(ctxpack sessions --agent opencode lists them)"
+                "(list_sessions(agent='opencode') lists them)"
             )
         return OpenCodeStore(Path(handle.name), session, label)
 
@@ -471,7 +470,15 @@ def _parts(record: Record) -> list[dict[str, Any]]:
     return [part for part in parts if isinstance(part, dict)] if isinstance(parts, list) else []
 
 
-def _data(row: dict[str, Any]) -> dict[str, Any]:
+def _with_ids(row: dict[str, Any], table: str, label: str) -> dict[str, Any]:
+    """A row as a record: its ``data`` with the ids kept in columns."""
+    return {**_data(row, table, label), "id": row["id"], "sessionID": row["session_id"]}
+
+
+def _data(row: dict[str, Any], table: str, label: str) -> dict[str, Any]:
+    if isinstance(row["data"], bytes):  # OpenCode writes text: this row is not its own
+        place = f"{table} {row.get('id')}"
+        raise InputError(f"{label}: {place}: its data is a BLOB, not JSON text", place=place)
     try:
         value = orjson.loads(row["data"])
     except (orjson.JSONDecodeError, TypeError):

@@ -45,8 +45,8 @@ from ..ends.sources import LocalFile, RemoteObject
 from ..errors import ConfigError, CtxpackError, OutputError, WorkerDied
 from ..process import Target, process
 from ..providers.base import Summarizer
+from ..providers.catalog import ProviderSettings
 from ..providers.registry import build_provider
-from ..providers.settings import ProviderSettings
 from ..settings import RunSettings
 from .orphans import die_with_parent
 
@@ -367,7 +367,7 @@ def dask_pool(scheduler: str | None, workers: int) -> Iterator[Pool]:
         from distributed import Client, LocalCluster, wait
     except ImportError:
         raise ConfigError(
-            "--engine dask needs the dask extra: pip install 'ctxpack[dask]'"
+            "Engine(kind='dask') needs the dask extra: pip install 'ctxpack[dask]'"
         ) from None
     with _client(Client, LocalCluster, scheduler, workers) as client:
         threads = sum(client.nthreads().values()) or workers

@@ -128,7 +128,7 @@ def matches(name: str, pattern: str) -> bool:
 
 def _claim(claimed: dict[str, str], destination: str, name: str, real: str) -> None:
     if destination == real:
-        raise OutputError(f"{name}: its output would overwrite it: use --in-place instead")
+        raise OutputError(f"{name}: its output would overwrite it: use output_dir=None instead")
     if destination in claimed:
         raise OutputError(
             f"{destination}: would hold the results of both {claimed[destination]} and {name}: "
@@ -160,7 +160,7 @@ def _listed_targets(listing: Listing) -> Iterator[Target]:
         raise IsADirectory(f"{name}: is a directory")
     if output_dir is not None and folders and len(names) > 1:
         raise OutputError(
-            f"{folders[0]}: with --output-dir, give one folder or prefix per run: results of "
+            f"{folders[0]}: with output_dir=FOLDER, give one folder or prefix per run: results of "
             "several could collide, which cannot be checked without listing them all first"
         )
     skipped = tuple(_plain(name) + "/" for name in (*listing.skip, *filter(None, [output_dir])))

@@ -56,7 +56,7 @@ def plan_request(
 ) -> Plan:
     """The plan for this request; ``system``: a request envelope's, sent with every request."""
     fixed = estimate([], system, counter=counter(settings.tokenizer)) if system else 0
-    return plan(messages, settings, timing, fixed, is_deterministic(provider), unmade)
+    return plan(messages, settings, timing, fixed, is_deterministic(provider), unmade, payback=True)
 
 
 def micro_in_batches(

@@ -81,6 +81,11 @@ class Plan:
     catch_ups: int = 0  # requests at which the cache was found cold
 
 
+# Anthropic's cache prices, in input tokens: what a batch of markers weighs (the dearest rules:
+# OpenAI writes at 1x).
+READ, WRITE = 0.1, 1.25
+
+
 def min_gain(settings: Settings) -> int:
     """The settings' ``min_gain``, or the cache-aware default when unset."""
     return MIN_GAIN if settings.min_gain is None else settings.min_gain
@@ -100,6 +105,7 @@ def plan(
     fixed_tokens: int = 0,
     past_cuts: bool = True,
     unmade: frozenset[int] = frozenset(),
+    payback: bool = False,
 ) -> Plan:
     """The decisions for the current request, the whole of ``messages``.
 
@@ -108,9 +114,10 @@ def plan(
     cannot write an earlier summary again word for word (a model), which a proxy re-sending its
     raw history would otherwise have to ask again on every request. ``unmade``: requests whose
     cut the summarizer refused (a summary not smaller than what it replaces): the walk goes on
-    without them, and cuts at a later request instead.
+    without them, and cuts at a later request instead. ``payback``: a batch is made only when it
+    pays for itself too (``auto``'s policy; ``micro --min-gain`` batches by ``min_gain`` alone).
     """
-    walk = _Walk(messages, settings, counter_named(settings.tokenizer), fixed_tokens)
+    walk = _Walk(messages, settings, counter_named(settings.tokenizer), fixed_tokens, payback)
     timing = timing or Timing()
     previous: float | None = None
     for point in request_points(messages):
@@ -170,9 +177,15 @@ class _Walk:
     """The walk's state: what is sent, what is marked, what waits in the batch."""
 
     def __init__(
-        self, messages: list[Message], settings: Settings, counter: Counter, fixed_tokens: int
+        self,
+        messages: list[Message],
+        settings: Settings,
+        counter: Counter,
+        fixed_tokens: int,
+        payback: bool = False,
     ) -> None:
         self.messages, self.settings, self.counter = messages, settings, counter
+        self.payback = payback
         self.units = [message_units(message, counter) for message in messages]  # as sent now
         self.turns = tool_result_turns(messages)
         self.turn_starts = [turn[0] for turn in self.turns]
@@ -202,10 +215,12 @@ class _Walk:
         self.considered = 0  # turns[:considered] were old enough, or went into a summary
         self.cuts: list[Cut] = []
         self.batches = self.catch_ups = 0
+        self.since_cut = 0  # requests walked since the last cut
 
     def advance(self, point: int) -> None:
         """The history grows to ``messages[:point]``; turns that became old enough join the
         batch, which gets its markers once it frees ``min_gain``."""
+        self.since_cut += 1
         self.live.extend(range(self.added, point))
         self.live_units += sum(self.units[self.added : point])
         self.added = point
@@ -215,10 +230,24 @@ class _Walk:
         for position in range(self.considered, old_enough):
             self.batch.append(position)
             self.batch_gain += self._gain(position)
-            if self.batch_gain >= self.min_gain_units or self.min_gain_units <= 0:
+            if self.min_gain_units <= 0 or (
+                self.batch_gain >= self.min_gain_units
+                and (not self.payback or self._pays_for_itself())
+            ):
                 self.batches += 1
                 self._mark_batch()
         self.considered = max(self.considered, old_enough)
+
+    def _pays_for_itself(self) -> bool:
+        """Whether the batch's markers save more than they cost, by Anthropic's prices: what
+        they free, read on each request to come, against writing again what follows the first
+        of them (which the cache read until now). As many requests are taken to come as came
+        since the last cut (a conversation that went on long goes on; a short one may stop),
+        counted from the cut alike whether the caller keeps ctxpack's output or not."""
+        first = self.turns[self.batch[0]][0]
+        rewritten = sum(self.units[index] for index in self.live if index >= first)
+        saved = self.batch_gain * READ * max(self.since_cut, 1)
+        return saved >= (WRITE - READ) * (rewritten - self.batch_gain)
 
     def catch_up(self) -> None:
         """The cache has expired: the prompt is written again anyway, so mark what waits."""
@@ -243,6 +272,7 @@ class _Walk:
         first_kept = kept[0] if kept else point
         self.considered = max(self.considered, bisect_left(self.turn_starts, first_kept))
         self.batch, self.batch_gain = [], 0
+        self.since_cut = 0
 
     def result(self) -> Plan:
         live = set(self.live)

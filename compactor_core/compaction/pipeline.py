@@ -7,8 +7,9 @@ a ``Subject``: a conversation of messages in memory (``MessagesSubject``, here),
 session file, seen through its index (``session_files.compact.SessionSubject``), which never holds
 the whole file.
 
-``run`` is the library's entry point for a parsed conversation: it takes a frozen ``Job`` and a
-``Context`` and returns an ``Outcome`` holding the new conversation. The input is never modified.
+``run`` is the library's entry point for a parsed conversation: it takes the run's frozen
+``RunSettings`` (its snapshots too) and a provider, and returns an ``Outcome`` holding the new
+conversation. The input is never modified.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from ..conversation.formats import Conversation, Message
 from ..defaults import SESSION_ID
 from ..errors import ProviderError
-from ..settings import Job, Settings
+from ..settings import RunSettings, Settings
 from .estimate import estimate
 from .micro import micro_compact, with_old_images
 from .outcome import Outcome
@@ -83,49 +84,53 @@ class Keeper(Protocol):
 
 
 def decide(
-    job: Job,
+    run_settings: RunSettings,
     subject: Subject,
     provider: Summarizer | None = None,
     keeper: Keeper | None = None,
-    dry_run: bool = False,
 ) -> Outcome:
-    """What ``job`` does to ``subject``. A dry run calls no provider and keeps nothing: a summary
-    that would be asked for is WOULD_RUN, its tokens after counted at its whole budget."""
-    settings = job.settings
-    measure = job.measure or dry_run or subject.measured
+    """What ``run_settings`` does to ``subject``. A dry run calls no provider and keeps nothing:
+    a summary that would be asked for is WOULD_RUN, its tokens after counted at its whole budget."""
+    settings, dry_run = run_settings.settings, run_settings.dry_run
+    measure = run_settings.measure or dry_run or subject.measured
     before = subject.tokens() if measure else None
-    if job.command == "full":
+    if run_settings.command == "full":
         outcome = _summary_step(settings, subject, provider, keeper, dry_run)
         return _measured(outcome, subject, before, measure)
-    if job.command == "rescue":
+    if run_settings.command == "rescue":
 
-        def fit(job: Job) -> Outcome:
-            return _micro_then_summary(job, subject, provider, keeper, dry_run, before, True)
+        def fit(run_settings: RunSettings) -> Outcome:
+            return _micro_then_summary(
+                run_settings, subject, provider, keeper, dry_run, before, True
+            )
 
-        return _rescue(job, subject, before, fit)
-    if job.command == "auto" and settings.cache_aware:
+        return _rescue(run_settings, subject, before, fit)
+    if run_settings.command == "auto" and settings.cache_aware:
         cached = subject.for_the_cache(provider or default_provider(), keeper, dry_run)
         if cached is not None:
             return replace(cached, tokens_before=before)
-    return _micro_then_summary(job, subject, provider, keeper, dry_run, before, measure)
+    return _micro_then_summary(run_settings, subject, provider, keeper, dry_run, before, measure)
 
 
 def _rescue(
-    job: Job, subject: Subject, before: int | None, fit: Callable[[Job], Outcome]
+    run_settings: RunSettings,
+    subject: Subject,
+    before: int | None,
+    fit: Callable[[RunSettings], Outcome],
 ) -> Outcome:
     """The repairs; then, if the view is over the window (``threshold``), ``fit``: micro, and a
     summary if micro is not enough."""
     repairs, left = subject.repair()
     outcome = Outcome(changed=bool(repairs), repairs=repairs, left=left, tokens_before=before)
     tokens = subject.tokens()
-    if tokens <= job.settings.threshold:
+    if tokens <= run_settings.settings.threshold:
         return replace(outcome, tokens_after=tokens)
-    fitted = fit(replace(job, command="auto"))
+    fitted = fit(replace(run_settings, command="auto"))
     steps = "micro" if fitted.full == Status.NOT_RUN else f"micro, then summary {fitted.full}"
     most = "at most " if fitted.full == Status.WOULD_RUN else ""
     repairs += (
-        f"the view was {tokens} tokens, over the window of {job.settings.threshold}: {steps}: "
-        f"{most}{fitted.tokens_after} tokens now",
+        f"the view was {tokens} tokens, over the window of {run_settings.settings.threshold}: "
+        f"{steps}: {most}{fitted.tokens_after} tokens now",
     )
     if fitted.over_threshold or fitted.error is not None:  # the agent still cannot send it
         left += (f"still {fitted.tokens_after} tokens, over the window",)
@@ -134,7 +139,7 @@ def _rescue(
 
 
 def _micro_then_summary(
-    job: Job,
+    run_settings: RunSettings,
     subject: Subject,
     provider: Summarizer | None,
     keeper: Keeper | None,
@@ -143,12 +148,12 @@ def _micro_then_summary(
     measure: bool,
 ) -> Outcome:
     """micro, and for auto a summary over the threshold (SPEC §4, every-turn rules)."""
-    settings = job.settings
+    settings = run_settings.settings
     truncated, images = subject.micro()
     micro = Outcome(
         changed=truncated + images > 0, truncated=truncated, images=images, tokens_before=before
     )
-    if job.command == "micro":
+    if run_settings.command == "micro":
         return _measured(micro, subject, before, measure)
     tokens = subject.tokens()
     if tokens <= settings.threshold:
@@ -335,23 +340,6 @@ class MessagesSubject:
 
 
 @dataclass(frozen=True)
-class Context:
-    """What a run may use besides the conversation: a summarizer and where snapshots go.
-
-    Without a provider, summaries are written by the built-in extractive one. A full compaction
-    that replaces the history keeps the input (``original``, its bytes as read) and the result in
-    ``snapshots``. ``original`` is None when the writer keeps the input itself (a file changed in
-    place is kept by a link to its old inode). ``source`` is the file read, if any.
-    """
-
-    provider: Summarizer | None = None
-    snapshots: Snapshots | None = None
-    session_id: str = SESSION_ID
-    original: bytes | None = None
-    source: Path | None = None
-
-
-@dataclass(frozen=True)
 class SnapshotKeeper:
     """Keeps a conversation's input bytes and its compacted result in a snapshot store."""
 
@@ -382,21 +370,25 @@ class SnapshotKeeper:
 
 
 def run(
-    job: Job, conversation: Conversation, context: Context = Context(), dry_run: bool = False
+    run_settings: RunSettings,
+    conversation: Conversation,
+    provider: Summarizer | None = None,
+    session_id: str = SESSION_ID,
+    original: bytes | None = None,
 ) -> Outcome:
-    """``job`` on a parsed conversation; the outcome holds the new conversation."""
-    subject = MessagesSubject(conversation, job.settings)
+    """``run_settings`` on a parsed conversation; the outcome holds the new conversation.
+
+    Without a provider, summaries are written by the built-in extractive one. A full compaction
+    that replaces the history keeps the input (``original``, its bytes as read, if given) and the
+    result in ``run_settings.snapshots``, under ``session_id``.
+    """
+    subject = MessagesSubject(conversation, run_settings.settings)
     keeper = None
-    if context.snapshots is not None:
+    if run_settings.snapshots is not None:
         keeper = SnapshotKeeper(
-            context.snapshots,
-            context.session_id,
-            conversation,
-            job.settings,
-            context.original,
-            context.source,
+            run_settings.snapshots, session_id, conversation, run_settings.settings, original
         )
-    outcome = decide(job, subject, context.provider, keeper, dry_run)
+    outcome = decide(run_settings, subject, provider, keeper)
     return replace(outcome, conversation=subject.result)
 
 

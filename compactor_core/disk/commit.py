@@ -118,7 +118,7 @@ def held_open(label: str, pid: int | None, doing: str = "compacted") -> SessionI
     """The error for a session file that another process holds open for writing."""
     who = f"process {pid}" if pid is not None else "another process"
     return SessionInUse(
-        f"{label}: open for writing by {who}: not {doing}, not even with --force (that process "
+        f"{label}: open for writing by {who}: not {doing}, not even with force=True (that process "
         "would go on writing into the old version); quit the agent or wait until it closes the "
         "file, then run again"
     )

@@ -86,9 +86,10 @@ class PrivateDir:
 
     def open_own(self, name: str) -> int | None:
         """The user's own regular file ``name``, open for reading; None if it is missing, a
-        link, or anything else."""
+        link, or anything else (opened without blocking: a FIFO planted there never holds us)."""
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.fd)
+            fd = os.open(name, flags, dir_fd=self.fd)
         except OSError:
             return None
         status = os.fstat(fd)
@@ -157,7 +158,7 @@ def _open_or_make(parent_fd: int, name: str, create: bool, label: str, flags: in
             if _is_link(parent_fd, name):
                 raise UnsafeLocation(
                     f"{label}: snapshot folder not used: {name} is a symbolic link "
-                    "(give the folder it points to with --snapshot-dir)"
+                    "(give the folder it points to with snapshots=FOLDER)"
                 ) from None
             raise
         with contextlib.suppress(FileExistsError):  # made meanwhile: open what is there now
@@ -177,12 +178,12 @@ def _check_own(status: os.stat_result, label: str) -> None:
     if status.st_uid != os.geteuid():
         raise UnsafeLocation(
             f"{label}: snapshot folder not used: it belongs to {_user(status.st_uid)} "
-            "(give a folder of your own with --snapshot-dir)"
+            "(give a folder of your own with snapshots=FOLDER)"
         )
     if status.st_mode & _OTHERS_WRITE:
         raise UnsafeLocation(
             f"{label}: snapshot folder not used: others can write to it ({_mode(status)}; "
-            "chmod go-w it, or give another with --snapshot-dir)"
+            "chmod go-w it, or give another with snapshots=FOLDER)"
         )
 
 
@@ -191,12 +192,12 @@ def _check_parent(status: os.stat_result, path: Path, label: str) -> None:
     if status.st_uid not in (os.geteuid(), ROOT):
         raise UnsafeLocation(
             f"{label}: snapshot folder not used: {path} belongs to {_user(status.st_uid)}, who "
-            "could replace it (give one under a folder of your own with --snapshot-dir)"
+            "could replace it (give one under a folder of your own with snapshots=FOLDER)"
         )
     if status.st_mode & _OTHERS_WRITE and not status.st_mode & stat.S_ISVTX:
         raise UnsafeLocation(
             f"{label}: snapshot folder not used: others can write to {path} ({_mode(status)}) "
-            "and replace it (give one under a folder of your own with --snapshot-dir)"
+            "and replace it (give one under a folder of your own with snapshots=FOLDER)"
         )
 
 

@@ -33,7 +33,7 @@ from .documents import Document, MessagesDocument, file_version
 from .sources import LocalFile, RemoteObject, Source
 
 if TYPE_CHECKING:
-    from ..providers.settings import ProviderSettings
+    from ..providers.catalog import ProviderSettings
     from ..snapshots.base import Snapshots
 
 
@@ -75,15 +75,14 @@ class ToStream(_Elsewhere):
     def prepare(self, document: Document, run: RunSettings) -> None:
         if self.terminal and document.guarded:
             raise UsageError(
-                f"{document.label}: an agent's session file is not written to a terminal: add "
-                "--in-place to shrink it where it is (the original is kept), or -o FILE or a "
-                "redirection to write the result elsewhere"
+                f"{document.label}: an agent's session file is not written to a terminal: compact "
+                "it in place (the original is kept), or give output=FILE"
             )
 
     def write(
         self, document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool
     ) -> Written:
-        self.write_chunks(document.result_chunks(subject, run.writing.pretty))
+        self.write_chunks(document.result_chunks(subject, run.pretty))
         return NOTHING_WRITTEN
 
 
@@ -99,7 +98,7 @@ class ToFile(_Elsewhere):
         self, document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool
     ) -> Written:
         if not self.mirror:
-            chunks = document.result_chunks(subject, run.writing.pretty)
+            chunks = document.result_chunks(subject, run.pretty)
             return Written(str(atomic_write_chunks(self.path, chunks, sync_directory=sync)))
         chunks = _mirrored(document, subject, outcome, run)
         if isinstance(document, MessagesDocument):
@@ -137,7 +136,7 @@ class ToObject(_Elsewhere):
         from . import object_store as storage
 
         if not self.mirror:
-            storage.write(self.url, b"".join(document.result_chunks(subject, run.writing.pretty)))
+            storage.write(self.url, b"".join(document.result_chunks(subject, run.pretty)))
             return NOTHING_WRITTEN
         data = b"".join(_mirrored(document, subject, outcome, run))
         storage.write(self.url, data, _record(document.version, self.settings_key, outcome))
@@ -162,21 +161,21 @@ class InPlace:
         from ..disk.replace import check_writable
 
         check_writable(document.status, document.label)
-        if document.guarded and not run.writing.dry_run:
+        if document.guarded and not run.dry_run:
             from ..session_files.in_use import refuse_in_use
 
             path = Path(document.path or "")
             refuse_in_use(
                 document.label,
                 document.status,
-                run.sessions,
-                lambda: _rewritten_by_us(run.writing.snapshots, path, document.status),
+                run,
+                lambda: _rewritten_by_us(run.snapshots, path, document.status),
             )
-        if not run.writing.dry_run:
-            busy = document.busy(run.sessions)  # the agent's own signs: Cline's status, OpenCode's
+        if not run.dry_run:
+            busy = document.busy(run)  # the agent's own signs: Cline's status, OpenCode's
             if busy:
                 raise SessionInUse(
-                    f"{document.label}: in use by its agent ({busy}): skipped, see --force"
+                    f"{document.label}: in use by its agent ({busy}): skipped, see force=True"
                 )
 
     def write(
@@ -198,15 +197,15 @@ class InPlace:
 
         name, data = document.label, b"".join(document.input_chunks())
         version = document.version
-        snapshots = run.writing.snapshots
+        snapshots = run.snapshots
         if snapshots is not None:
             details = document.details(outcome.tokens_before)
             snapshots.save_original(session_id_for_url(name), data, details)
-        if run.writing.backup_suffix:
-            storage.write(name + run.writing.backup_suffix, data)
+        if run.backup_suffix:
+            storage.write(name + run.backup_suffix, data)
         if storage.stat(name).version != version:
             raise OutputError(f"{name}: file changed while it was being compacted, left as is")
-        result = b"".join(document.result_chunks(subject, run.writing.pretty))
+        result = b"".join(document.result_chunks(subject, run.pretty))
         storage.write(name, result, _record(version, self.settings_key, outcome))
         return NOTHING_WRITTEN
 
@@ -225,14 +224,14 @@ def _replace_local(
     assert document.opened is not None
     how = Replacement(
         document.label,
-        run.writing.snapshots,
+        run.snapshots,
         document.details(outcome.tokens_before),
         _sha256(document),
-        run.writing.backup_suffix,
-        writer=writer_check(run.sessions.proc) if document.guarded else None,
+        run.backup_suffix,
+        writer=writer_check(run.proc) if document.guarded else None,
     )
     path = Path(document.path)
-    chunks = document.result_chunks(subject, run.writing.pretty)
+    chunks = document.result_chunks(subject, run.pretty)
     replaced = replace(path, document.opened, FileState.of(document.status), chunks, how, sync)
     notes = [note for note in (document.after_replace(path), replaced.note) if note]
     return Written(replaced.folder, "; ".join(notes) or None, replaced.copied)
@@ -258,7 +257,7 @@ def _mirrored(
     document: Document, subject: Subject, outcome: Outcome, run: RunSettings
 ) -> Iterable[bytes]:
     if outcome.changed:
-        return document.result_chunks(subject, run.writing.pretty)
+        return document.result_chunks(subject, run.pretty)
     return document.input_chunks()
 
 
@@ -310,7 +309,7 @@ def settings_key(run: RunSettings, provider: ProviderSettings) -> str:
     except PackageNotFoundError:
         release = "unknown"
     who = (provider.name, provider.model, provider.base_url, provider.command)
-    text = repr((release, run.job.command, run.job.settings, run.writing.pretty, who))
+    text = repr((release, run.command, run.settings, run.pretty, who))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 

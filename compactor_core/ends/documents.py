@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ..session_files.compact import SessionSubject
     from ..session_files.index import SessionIndex
     from ..session_files.stores import SessionStore
-    from ..settings import Job, RunSettings, SessionRules
+    from ..settings import RunSettings
     from ..snapshots.base import Details
 
 MESSAGES, AUTO = defaults.MESSAGES_FORMAT, defaults.AUTO_FORMAT
@@ -49,7 +49,7 @@ class _Read:
     version: str = ""  # which version of the input it is (an object's ETag), if known
     rewrites_itself = False  # changed in place by itself (a database), not replaced by a file
 
-    def busy(self, rules: SessionRules) -> str | None:
+    def busy(self, rules: RunSettings) -> str | None:
         """Why its agent is using it now, by the agent's own signs (beyond the file's)."""
         return None
 
@@ -88,13 +88,13 @@ class MessagesDocument(_Read):
         return breakdown(conversation.messages, conversation.system, compat, counter)
 
     def subject(
-        self, job: Job, now: datetime | None = None, path: str | None = None
+        self, run: RunSettings, now: datetime | None = None, path: str | None = None
     ) -> MessagesSubject:
         from ..compaction.pipeline import (
             MessagesSubject,  # not for an estimate: it needs no pipeline
         )
 
-        return MessagesSubject(self.conversation, job.settings)
+        return MessagesSubject(self.conversation, run.settings)
 
     def details(self, tokens: int | None) -> Details:
         from ..snapshots.base import Details
@@ -157,23 +157,23 @@ class SessionDocument(_Read):
         }
 
     def subject(
-        self, job: Job, now: datetime | None = None, path: str | None = None
+        self, run: RunSettings, now: datetime | None = None, path: str | None = None
     ) -> SessionSubject:
-        """What ``job`` is decided on; ``now`` and ``path`` (the file the summary's records
+        """What ``run`` is decided on; ``now`` and ``path`` (the file the summary's records
         name) stamp what a full compaction appends."""
         from pathlib import Path
 
         from ..session_files.compact import SessionSubject, Surroundings
 
         # the images' marker needs each record's images, counted with its estimate
-        index = self.index(measure=job.measure or job.may_summarize or job.settings.images)
+        index = self.index(measure=run.measure or run.may_summarize or run.settings.images)
         around = Surroundings(now, Path(path) if path else None)
-        if job.command != "rescue":
-            return SessionSubject(self.handle, index, job.settings, around)
+        if run.command != "rescue":
+            return SessionSubject(self.handle, index, run.settings, around)
         from ..session_files.rescue import plan_rescue
 
-        index, repairs = plan_rescue(self.handle, index, job.settings.threshold, now)
-        return SessionSubject(self.handle, index, job.settings, around, repairs)
+        index, repairs = plan_rescue(self.handle, index, run.settings.threshold, now)
+        return SessionSubject(self.handle, index, run.settings, around, repairs)
 
     def details(self, tokens: int | None) -> Details:
         from ..snapshots.base import Details
@@ -228,13 +228,9 @@ class StoreDocument(SessionDocument):
 
     def write_in_place(self, subject: Subject, tokens: int | None, run: RunSettings) -> str | None:
         """Change the store itself, its original kept first; a warning line, if any."""
-        from ..session_files.stores import Keeping
+        return self.store.write_in_place(self._result(subject), run, self.details(tokens))
 
-        writing = run.writing
-        keeping = Keeping(writing.snapshots, self.details(tokens), writing.backup_suffix)
-        return self.store.write_in_place(self._result(subject), keeping)
-
-    def busy(self, rules: SessionRules) -> str | None:
+    def busy(self, rules: RunSettings) -> str | None:
         return self.store.busy(rules)
 
     def _result(self, subject: Subject):  # -> stores.Result

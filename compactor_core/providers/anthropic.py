@@ -14,8 +14,8 @@ from typing import Any
 
 from ..errors import ProviderError
 from .base import SummaryRequest
+from .catalog import ProviderSettings
 from .http import JsonClient, api_key, summary_of
-from .settings import ProviderSettings
 
 API_VERSION = "2023-06-01"
 CUT_OFF = frozenset({"max_tokens", "model_context_window_exceeded"})

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from ..errors import ConfigError, ProviderError, RetryableProviderError
 from ..text import clip
 from .base import SummaryRequest
-from .settings import ProviderSettings
+from .catalog import ProviderSettings
 
 SYSTEM_PROMPT_VARIABLE = "CTXPACK_SYSTEM_PROMPT"
 STDERR_CHARS = 200
@@ -93,7 +93,7 @@ def split_command(command: str) -> list[str]:
     except ValueError as error:
         raise ConfigError(f"provider 'command': {command!r} cannot be split: {error}") from None
     if not argv:
-        raise ConfigError("provider 'command' needs a command: use --command or CTXPACK_COMMAND")
+        raise ConfigError("provider 'command' needs a command: use command=COMMAND")
     return argv
 
 

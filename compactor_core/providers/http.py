@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, ProviderError, RetryableProviderError, SummaryCutOff
 from ..text import clip
+from .catalog import ProviderSettings
 from .redaction import Redactor
-from .settings import ProviderSettings
 
 if TYPE_CHECKING:
     import httpx
@@ -182,7 +182,7 @@ class JsonClient:
         said = error_message(data) or clip(self._redactor.text(raw), 160) or response.reason_phrase
         cause = f"HTTP {status}: {said}"
         if 300 <= status < 400 and response.headers.get("location"):
-            cause += f" (redirected to {response.headers['location']}: check --base-url)"
+            cause += f" (redirected to {response.headers['location']}: check base_url=URL)"
         retryable = status in RETRYABLE_STATUSES or status >= 500
         if status == 429 and _quota_exhausted(data):
             retryable = False  # waiting will not help before the quota is raised
@@ -245,7 +245,7 @@ def summary_of(
         raise ProviderError(f"{label}: the model refused to summarize")
     if text is not None and not isinstance(text, str):
         raise ProviderError(f"{label}: the reply's text is {type(text).__name__}, not a string")
-    cut = f"the summary was cut off at max_tokens ({max_tokens}): raise --max-tokens"
+    cut = f"the summary was cut off at max_tokens ({max_tokens}): raise max_tokens=N"
     if not text or not text.strip():
         raise ProviderError(f"{label}: {cut if cut_off else 'the reply is empty'}")
     if cut_off:
@@ -337,7 +337,7 @@ def _checked_base_url(provider: str, url: str | None) -> str:
     from urllib.parse import urlsplit
 
     if not url:
-        raise ConfigError(f"provider {provider!r} needs a base URL: use --base-url")
+        raise ConfigError(f"provider {provider!r} needs a base URL: use base_url=URL")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         shown = url.rpartition("@")[2]  # never a user:password part

@@ -14,8 +14,8 @@ from typing import Any
 
 from ..errors import ProviderError
 from .base import SummaryRequest
+from .catalog import ProviderSettings
 from .http import JsonClient, api_key, summary_of
-from .settings import ProviderSettings
 
 
 class OpenAISummarizer:

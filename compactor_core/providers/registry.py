@@ -1,4 +1,4 @@
-"""Building a provider by name (SPEC §7); the table of providers is ``settings.SPECS``, and
+"""Building a provider by name (SPEC §7); the table of providers is ``catalog.SPECS``, and
 ``defaults.PROVIDER_NAMES``, the CLI's ``--provider`` choices, names the same ones in the same
 order (a test keeps the two in step).
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .settings import ProviderSettings, spec_of
+from .catalog import ProviderSettings, spec_of
 
 if TYPE_CHECKING:
     from .base import Summarizer

@@ -30,14 +30,14 @@ PARTS = (("read from the cache", "tab:green"), ("written", "tab:orange"), ("plai
 def plotting(image_format: str) -> Any:
     """matplotlib's pyplot, drawing to files only; a ConfigError where it cannot."""
     if image_format not in FORMATS:
-        raise ConfigError(f"--plot: a picture is .svg or .png, not .{image_format}")
+        raise ConfigError(f"plotting(): a picture is .svg or .png, not .{image_format}")
     try:
         import matplotlib
 
         matplotlib.use("Agg")  # no display: files only
         from matplotlib import pyplot
     except ImportError:
-        raise ConfigError(f"--plot needs matplotlib: {INSTALL}") from None
+        raise ConfigError(f"plotting() needs matplotlib: {INSTALL}") from None
     return pyplot
 
 

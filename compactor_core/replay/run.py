@@ -19,13 +19,13 @@ from typing import Any
 
 from ..compaction.cache_apply import Heads, compact_stably
 from ..compaction.cache_plan import Timing, request_points
-from ..compaction.pipeline import Context, default_provider, run
+from ..compaction.pipeline import default_provider, run
 from ..compaction.tokenizers import counter
 from ..conversation.formats import Conversation, Message
 from ..defaults import CACHE_AWARE, EVERY_TURN
 from ..providers.base import Summarizer
 from ..session_files.base import RecordedCall
-from ..settings import Job, Settings
+from ..settings import RunSettings, Settings
 from .pricing import Bill, Calibration, Meter, Pricing
 from .receipt import Receipt, receipt
 
@@ -171,7 +171,7 @@ def _requests(
         else:
             envelope = None if recording.system is None else {"system": recording.system}
             conversation = Conversation(history, "envelope" if envelope else "array", envelope)
-            outcome = run(Job("auto", settings), conversation, Context(provider))
+            outcome = run(RunSettings("auto", settings), conversation, provider)
             sent = outcome.conversation.messages
             kept_times = [None] * len(sent)  # the seed's policy has no use for times
         kept, previous = sent, request.history

@@ -15,6 +15,7 @@ from ..ends.documents import SessionDocument, open_document
 from ..ends.sources import local_file
 from ..errors import CtxpackError
 from ..session_files.base import AgentFormat
+from ..session_files.records import is_regular
 from ..session_files.registry import each_session
 from ..settings import Settings
 from .bill import SessionBill, bill_of, with_ctxpack
@@ -43,6 +44,8 @@ def places_in_homes(homes: Iterable[tuple[AgentFormat, Path]]) -> Iterator[Sessi
     databases: set[Path] = set()
     for agent_format, home in homes:
         for found in agent_format.session_files(home):
+            if not is_regular(found.held_in or found.path):
+                continue  # a FIFO, a device, a link to one: never a session, never read
             if found.held_in is None:
                 yield SessionPlace(found.path, agent_format, found.session_id, found.project)
             elif found.held_in not in databases:

@@ -40,7 +40,7 @@ class Total:
     sessions: set[str] = field(default_factory=set)
 
     def add(self, request: Request, bill: SessionBill, priced: Priced | None) -> None:
-        """Add a request and its cost (``price``; None: its model has no price)."""
+        """Add one request; ``priced``: its money (None: its model has no price)."""
         self.requests += 1
         self.input += request.input
         self.cache_read += request.cache_read
@@ -82,8 +82,8 @@ class Total:
 
 @dataclass(frozen=True, slots=True)
 class Priced:
-    """What one request cost: in all, with ctxpack, and of its fresh tokens the new turns'
-    and the miss's."""
+    """One request's money: its cost, its cost with ctxpack, and the cost of its fresh tokens
+    as new turns and as a miss."""
 
     cost: float
     with_ctxpack: float
@@ -91,22 +91,17 @@ class Priced:
     missed: float
 
 
-def price(request: Request, bill: SessionBill, prices: PriceTable) -> Priced | None:
-    """A request's cost at its model's price (None: its model has none)."""
-    model_price = prices.of(request.model)
-    if model_price is None:
+def priced(request: Request, bill: SessionBill, prices: PriceTable) -> Priced | None:
+    price = prices.of(request.model)
+    if price is None:
         return None
-    output = model_price.output * request.output * 1e-6
-    cost = model_price.cost(request.tokens())
+    cost = price.cost(request.tokens())
+    output = price.output * request.output * 1e-6
     share = 1.0 if bill.with_ctxpack is None else bill.with_ctxpack
     fresh = request.new + request.missed
-    fresh_cost = _fresh_cost(request, model_price) / fresh if fresh else 0.0
-    return Priced(
-        cost,
-        output + (cost - output) * share,
-        fresh_cost * request.new,
-        fresh_cost * request.missed,
-    )
+    fresh_cost = _fresh_cost(request, price) if fresh else 0.0
+    new = fresh_cost * request.new / fresh if fresh else 0.0
+    return Priced(cost, output + (cost - output) * share, new, fresh_cost - new)
 
 
 def _fresh_cost(request: Request, price: ModelPrice) -> float:
@@ -132,9 +127,9 @@ def add_up(
                 continue
             key = key_of(request, bill, zone)
             group = groups.setdefault(key, Total(key))
-            priced = price(request, bill, prices)
-            group.add(request, bill, priced)
-            total.add(request, bill, priced)
+            money = priced(request, bill, prices)
+            group.add(request, bill, money)
+            total.add(request, bill, money)
     return total, [groups[key] for key in sorted(groups)]
 
 

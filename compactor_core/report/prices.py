@@ -40,25 +40,20 @@ class ModelPrice:
 class PriceTable:
     as_of: str
     prices: tuple[ModelPrice, ...]
-    # each model's price once found: a report asks for it at every request
-    _found: dict[str, ModelPrice | None] = field(
-        default_factory=dict, compare=False, hash=False, repr=False
-    )
+    # the price found for each model id asked so far: a report asks once per request
+    _found: dict[str, ModelPrice | None] = field(default_factory=dict, compare=False, repr=False)
 
     def of(self, model: str | None) -> ModelPrice | None:
         """The price of ``model``'s tokens, or None when no entry prices that model."""
         if model is None:
             return None
         if model not in self._found:
-            self._found[model] = _price_of(self.prices, model)
+            self._found[model] = next((p for p in self.prices if _applies(p, model)), None)
         return self._found[model]
 
 
-def _price_of(prices: tuple[ModelPrice, ...], model: str) -> ModelPrice | None:
-    for price in prices:
-        if re.search(re.escape(price.model) + r"(?![.\d])(?!-\d{1,3}(?!\d))", model):
-            return price
-    return None
+def _applies(price: ModelPrice, model: str) -> bool:
+    return re.search(re.escape(price.model) + r"(?![.\d])(?!-\d{1,3}(?!\d))", model) is not None
 
 
 def bundled() -> PriceTable:

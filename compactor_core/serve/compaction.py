@@ -17,16 +17,20 @@ import operator
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..compaction.pipeline import Context, measure, run
+from ..compaction.pipeline import measure, run
 from ..compaction.status import Status
 from ..conversation.formats import Conversation, Message, dumps, load_value
 from ..conversation.tools import blocks, is_block, tool_calls, tool_result_ids
 from ..errors import CtxpackError
-from ..settings import Job, Settings
+from ..settings import RunSettings, Settings
+from .breakpoints import with_prefix_breakpoint
 from .ledger import NEW, Ledger, Reuse
 from .wire import Wire
+
+if TYPE_CHECKING:
+    from ..providers.base import Summarizer
 
 COMPACTED = "compacted"  # forwarded smaller
 UNCHANGED = "unchanged"  # the policy left it alone: forwarded byte for byte
@@ -34,7 +38,9 @@ AS_IS = "as is"  # not compacted, for ``reason``: forwarded byte for byte
 
 
 @dataclass(frozen=True)
-class Report:
+class RequestReport:
+    """What became of one request's body on its way upstream (not an input's ``Report``)."""
+
     outcome: str  # COMPACTED, UNCHANGED or AS_IS
     reason: str = ""  # why a body went as it came
     tokens_in: int = 0  # the estimate of the history (and system prompt) as sent ...
@@ -51,19 +57,19 @@ class Report:
 @dataclass(frozen=True)
 class Forwarded:
     body: bytes
-    report: Report
+    report: RequestReport
 
 
 @dataclass
 class Compactor:
     """The policy of ``ctxpack auto`` with these settings, for any number of requests.
 
-    ``context`` holds the summarizer (None: the built-in extractive one) and no snapshot store:
-    the caller keeps its own history. Safe to call from several threads at once.
+    ``provider`` writes the summaries (None: the built-in extractive one); no snapshots are
+    kept: the caller keeps its own history. Safe to call from several threads at once.
     """
 
     settings: Settings = field(default_factory=Settings)
-    context: Context = field(default_factory=Context)
+    provider: Summarizer | None = None
     ledger: Ledger = field(default_factory=Ledger)
     clock: Callable[[], float] = time.monotonic
 
@@ -84,7 +90,7 @@ class Compactor:
         conversation = wire.conversation(body, source)
         if conversation is None or not conversation.messages:
             return _as_is(data, "no history")
-        outcome = run(Job("auto", self.settings, measure=True), conversation, self.context)
+        outcome = run(RunSettings("auto", self.settings, measure=True), conversation, self.provider)
         before = conversation.messages
         tokens_in = outcome.tokens_before or 0
         tokens_out = outcome.tokens_after or 0
@@ -97,7 +103,9 @@ class Compactor:
             if after is not outcome.conversation.messages:
                 tokens_out = measure(conversation.with_messages(after), self.settings)
         reuse = self.ledger.record(wire.header(body), before, after, self.clock())
-        report = Report(
+        if outcome.changed and wire.reads_cache_at_breakpoints and not reuse.stable:
+            after = with_prefix_breakpoint(body, after, reuse.forwarded_prefix)
+        report = RequestReport(
             COMPACTED if outcome.changed else UNCHANGED,
             tokens_in=tokens_in,
             tokens_out=tokens_out,
@@ -124,7 +132,7 @@ class Compactor:
 
 
 def _as_is(data: bytes, reason: str) -> Forwarded:
-    return Forwarded(data, Report(AS_IS, reason))
+    return Forwarded(data, RequestReport(AS_IS, reason))
 
 
 # --- what must hold of the result ----------------------------------------------------------------

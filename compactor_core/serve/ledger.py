@@ -20,7 +20,7 @@ import hashlib
 import operator
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..conversation.formats import dumps
@@ -38,6 +38,7 @@ class Reuse:
     stable: bool  # it begins with the whole of the request forwarded before it
     sent_prefix: int  # messages of the caller's history that the previous one held
     forwarded_prefix: int  # messages at the start of the forwarded history the cache can read
+    conversation: str = ""  # names the conversation: its header's and first message's print
 
 
 NEW = Reuse(previous=False, stable=True, sent_prefix=0, forwarded_prefix=0)
@@ -65,7 +66,7 @@ class Ledger:
         with self._lock:
             reuse = self._reuse(sent_chain, forwarded_chain, now)
             self._remember(sent_chain[-DIGEST:], _Entry(now, forwarded_chain))
-        return reuse
+        return replace(reuse, conversation=sent_chain[DIGEST : 2 * DIGEST].hex()[:12])
 
     def _reuse(self, sent_chain: bytes, forwarded_chain: bytes, now: float) -> Reuse:
         for count in range(len(sent_chain) // DIGEST - 1, 0, -1):  # the longest history first
@@ -102,10 +103,19 @@ def chain(header: Any, messages: list[Any], texts: dict[int, bytes] | None = Non
     for message in messages:
         text = texts.get(id(message))
         if text is None:
-            text = texts[id(message)] = _text(message)
+            text = texts[id(message)] = _text(_as_blocks(message))
         digest = hashlib.blake2b(digest + text, digest_size=DIGEST).digest()
         parts.append(digest)
     return b"".join(parts)
+
+
+def _as_blocks(message: Any) -> Any:
+    """A message whose content is a string as the same text in one text block: the API reads
+    both alike, and a caller may send one the first time and the other the next (Claude Code
+    does), so they are one prefix."""
+    if isinstance(message, dict) and isinstance(message.get("content"), str):
+        return {**message, "content": [{"type": "text", "text": message["content"]}]}
+    return message
 
 
 def _text(value: Any) -> bytes:

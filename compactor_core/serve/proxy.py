@@ -8,7 +8,14 @@ both ways. The upstream's reply comes back as it arrives: its status, its header
 hop-by-hop ones, its bytes chunk by chunk (an SSE stream event by event). ``GET /ctxpack/stats``
 is answered here.
 
-At most ``max_concurrency`` requests are in flight upstream; the others wait their turn. An
+A request is read whole before it takes its place among the ``max_concurrency`` in flight
+upstream (the others wait their turn), so a client that sends slowly holds no place; one that
+pauses over ``body_timeout`` between two pieces gets a 408. What a browser page or another host
+could send is refused before anything is read: a target that is not a path (``@host/…``,
+``http://…``, ``*``: 400, the upstream URL is the base joined with a path, never a string that
+could name another host), an ``Origin`` that is not this machine's, a ``Host`` that is not an
+address serve listens on (DNS rebinding) (403), and a model request whose body is declared as
+anything but JSON (415: a page's form or ``text/plain`` fetch). An
 upstream that cannot be reached, or says nothing for ``timeout`` seconds before its reply
 starts, gets the caller a 502 or 504 with a one-line JSON error; one that fails in the middle of
 a reply has the caller's connection closed, so that a cut stream never looks complete. A caller
@@ -28,13 +35,20 @@ from urllib.parse import urlsplit
 
 from ..conversation.formats import dumps
 from . import limits
-from .compaction import AS_IS, COMPACTED, UNCHANGED, Compactor, Report
+from .compaction import AS_IS, COMPACTED, UNCHANGED, Compactor, RequestReport
+from .guard import printable, refusal, target_path
+from .memory import give_back_memory
 from .stats import Stats, billed
 from .summaries import KeptSummarizer
+from .usage import UsageReader
 from .wire import Wire, wire_for
 
 if TYPE_CHECKING:
-    import httpx  # imported where it is used: importing it imports its CLI's click
+    import httpx
+
+    from ..replay.cache_rules import (
+        Usage,  # imported where it is used: importing it imports its CLI's click
+    )
 
 Scope = MutableMapping[str, Any]
 Event = MutableMapping[str, Any]
@@ -68,10 +82,19 @@ class ProxySettings:
     max_concurrency: int = limits.MAX_CONCURRENCY
     timeout: float = limits.TIMEOUT
     connect_timeout: float = limits.CONNECT_TIMEOUT
+    body_timeout: float = limits.CLIENT_TIMEOUT
+    max_messages: int = limits.MAX_MESSAGES
+    # the Host values a request may carry (the addresses serve listens on); None: any, as
+    # for a serve reachable from other machines (--allow-remote)
+    hosts: frozenset[str] | None = None
 
 
 class ClientGone(Exception):
     """The caller closed its connection before its reply was whole."""
+
+
+class BodyTooSlow(Exception):
+    """The caller stopped sending its body for longer than ``body_timeout``."""
 
 
 class UpstreamFailed(Exception):
@@ -84,8 +107,11 @@ class _Done:
 
     status: int
     note: str = ""
-    report: Report | None = None
+    report: RequestReport | None = None
     upstream_failed: bool = False  # answered here with 502 or 504
+    size: int = 0  # of the body, as far as it was read before it went upstream
+    usage: Usage | None = None  # what the upstream's reply says it billed
+    measured: str = ""  # the bill next to its untouched estimate, for the log line
 
 
 class Proxy:
@@ -107,8 +133,10 @@ class Proxy:
         self.clock = clock
         self.stats = Stats()
         self._base = settings.upstream.rstrip("/")
+        self._upstream = httpx.URL(self._base)
         self._slots = asyncio.Semaphore(settings.max_concurrency)
-        self._workers = ThreadPoolExecutor(settings.max_concurrency, "ctxpack-compact")
+        threads = min(settings.max_concurrency, limits.COMPACTION_THREADS)
+        self._workers = ThreadPoolExecutor(threads, "ctxpack-compact")
         timeout = httpx.Timeout(settings.timeout, connect=settings.connect_timeout, pool=None)
         pool = httpx.Limits(max_connections=settings.max_concurrency)
         self._client = httpx.AsyncClient(transport=transport, timeout=timeout, limits=pool)
@@ -116,8 +144,9 @@ class Proxy:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
-        elif scope["type"] == "http":
-            await self._http(scope, receive, send)
+        elif scope["type"] == "http" and await self._http(scope, receive, send):
+            # a large request is done and its memory free: give it back to the system
+            await asyncio.get_running_loop().run_in_executor(self._workers, give_back_memory)
 
     def report(self) -> dict[str, Any]:
         figures = self.stats.report()
@@ -139,19 +168,33 @@ class Proxy:
 
     # --- one request -----------------------------------------------------------------------------
 
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> bool:
+        """Answer one request; whether it was a large one."""
         started = self.clock()
         method, path = scope["method"], scope["path"]
+        wire = wire_for(method, path)
+        refused = refusal(scope, wire, self.settings.hosts)
+        if refused is not None:
+            status, kind, message = refused
+            await _reply(send, status, _error(kind, f"ctxpack serve: {message}"))
+            self.log(_line(method, path, _Done(status, message), self.clock() - started))
+            return False
         if method == "GET" and path == STATS_PATH:
             await _reply(send, 200, self.report())
             self.log(_line(method, path, _Done(200, "answered here"), self.clock() - started))
-            return
-        wire = wire_for(method, path)
+            return False
         replying = _Replying(send)
         done = _Done(0)  # filled in as the exchange goes, so that a broken one is logged too
         try:
+            # read before taking a place: a client that sends slowly holds none
+            body = await _read_body(receive, self.settings.max_body, self.settings.body_timeout)
+            done.size = sum(len(chunk) for chunk in body[0])
             async with self._slots:
-                await self._exchange(scope, receive, replying, wire, done)
+                await self._exchange(scope, body, receive, replying, wire, done)
+        except BodyTooSlow:
+            done.status, done.note = 408, "the caller's body stalled"
+            message = f"ctxpack serve: no part of the body for {self.settings.body_timeout:g} s"
+            await _reply(send, 408, _error("request_timeout", message))
         except ClientGone:
             done.note = "the caller went away"
         except UpstreamFailed as error:
@@ -167,26 +210,33 @@ class Proxy:
         finally:
             self._account(wire, done)
             self.log(_line(method, path, done, self.clock() - started))
+        return done.size > limits.LARGE_BODY
 
     async def _exchange(
-        self, scope: Scope, receive: Receive, send: Send, wire: Wire | None, done: _Done
+        self,
+        scope: Scope,
+        body: tuple[list[bytes], bool],
+        receive: Receive,
+        send: Send,
+        wire: Wire | None,
+        done: _Done,
     ) -> None:
         import httpx
 
-        chunks, whole = await _read_body(receive, self.settings.max_body)
+        chunks, whole = body
         encoding = _encoding(scope["headers"])
         if whole:
             data = b"".join(chunks)
             if wire is not None and encoding:
-                done.report = Report(AS_IS, f"a body in content-encoding {encoding}")
+                done.report = RequestReport(AS_IS, f"a body in content-encoding {encoding}")
             elif wire is not None:
                 data, done.report = await self._compacted(wire, data)
             content: bytes | AsyncIterator[bytes] = data
             headers = _request_headers(scope["headers"], len(data))
         else:
             if wire is not None:
-                done.report = Report(AS_IS, f"body over {self.settings.max_body} bytes")
-            content = _streamed(chunks, receive)
+                done.report = RequestReport(AS_IS, f"body over {self.settings.max_body} bytes")
+            content = _streamed(chunks, receive, self.settings.body_timeout)
             headers = _request_headers(scope["headers"], None)
         request = httpx.Request(scope["method"], self._url(scope), headers=headers, content=content)
         try:
@@ -200,14 +250,19 @@ class Proxy:
             return
         done.status = response.status_code
         done.note = "" if wire else "passed through"
+        streamed = response.headers.get("content-type", "").startswith("text/event-stream")
+        reader = UsageReader(streamed) if wire is not None else None
         try:
-            await _relay(response, receive, send)
+            await _relay(response, receive, send, reader)
         except httpx.HTTPError as error:
             raise UpstreamFailed(_cause(error)) from None
         finally:
             await response.aclose()
+        done.usage = reader.usage() if reader is not None else None
 
-    async def _compacted(self, wire: Wire, data: bytes) -> tuple[bytes, Report]:
+    async def _compacted(self, wire: Wire, data: bytes) -> tuple[bytes, RequestReport]:
+        if data.count(b'"role"') > self.settings.max_messages:  # parsed, it could take gigabytes
+            return data, RequestReport(AS_IS, f"over {self.settings.max_messages} messages")
         loop = asyncio.get_running_loop()
         forwarded = await loop.run_in_executor(self._workers, self.compactor.compact, wire, data)
         return forwarded.body, forwarded.report
@@ -218,10 +273,12 @@ class Proxy:
         message = f"ctxpack serve: the upstream {self._origin()} {reason}"
         await _reply(send, status, _error(kind, message))
 
-    def _url(self, scope: Scope) -> str:
-        path = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
-        query = scope.get("query_string", b"").decode("latin-1")
-        return f"{self._base}{path}?{query}" if query else f"{self._base}{path}"
+    def _url(self, scope: Scope) -> httpx.URL:
+        """The upstream's base with the request's path (checked to be one) joined to its own."""
+        path = target_path(scope)
+        query = scope.get("query_string", b"")
+        joined = self._upstream.raw_path.rstrip(b"/") + path + (b"?" + query if query else b"")
+        return self._upstream.copy_with(raw_path=joined)
 
     def _origin(self) -> str:
         """The upstream's scheme, host and port: never a user name or password in its URL."""
@@ -239,6 +296,8 @@ class Proxy:
         report = done.report
         if report.outcome == AS_IS:
             stats.as_is += 1
+            if done.usage is not None:
+                done.measured = self.stats.measure(report, done.usage)
             return
         if report.outcome == COMPACTED:
             stats.compacted += 1
@@ -251,17 +310,19 @@ class Proxy:
             stats.cache_breaks += not report.reuse.stable
         stats.billed_in += billed(report.cached_in, report.tokens_in, report.pricing)
         stats.billed_out += billed(report.cached_out, report.tokens_out, report.pricing)
+        if done.usage is not None:
+            done.measured = self.stats.measure(report, done.usage)
 
 
 # --- the caller's side -------------------------------------------------------------------------
 
 
-async def _read_body(receive: Receive, limit: int) -> tuple[list[bytes], bool]:
+async def _read_body(receive: Receive, limit: int, timeout: float) -> tuple[list[bytes], bool]:
     """The body's chunks, and whether that is all of it (False: it is larger than ``limit``)."""
     chunks: list[bytes] = []
     size = 0
     while True:
-        event = await receive()
+        event = await _next(receive, timeout)
         if event["type"] == "http.disconnect":
             raise ClientGone
         chunk = event.get("body", b"")
@@ -274,19 +335,27 @@ async def _read_body(receive: Receive, limit: int) -> tuple[list[bytes], bool]:
             return chunks, False
 
 
-async def _streamed(chunks: list[bytes], receive: Receive) -> AsyncIterator[bytes]:
+async def _streamed(chunks: list[bytes], receive: Receive, timeout: float) -> AsyncIterator[bytes]:
     """The chunks already read, then the rest of the body as it comes."""
     for chunk in chunks:
         yield chunk
     chunks.clear()  # sent: not kept in memory while the rest streams
     while True:
-        event = await receive()
+        event = await _next(receive, timeout)
         if event["type"] == "http.disconnect":
             raise ClientGone
         if event.get("body"):
             yield event["body"]
         if not event.get("more_body", False):
             return
+
+
+async def _next(receive: Receive, timeout: float) -> Event:
+    """The caller's next event; BodyTooSlow when none comes within ``timeout`` seconds."""
+    try:
+        return await asyncio.wait_for(receive(), timeout)
+    except TimeoutError:
+        raise BodyTooSlow from None
 
 
 def _request_headers(headers: Headers, length: int | None) -> Headers:
@@ -342,15 +411,18 @@ async def _reply(send: Send, status: int, payload: dict[str, Any]) -> None:
 # --- the upstream's side -----------------------------------------------------------------------
 
 
-async def _relay(response: httpx.Response, receive: Receive, send: Send) -> None:
-    """The upstream's reply to the caller, as it arrives; ClientGone if the caller leaves first."""
+async def _relay(
+    response: httpx.Response, receive: Receive, send: Send, reader: UsageReader | None
+) -> None:
+    """The upstream's reply to the caller, as it arrives; ClientGone if the caller leaves first.
+    ``reader`` sees each chunk as it goes."""
     headers = [
         (name, value)
         for name, value in response.headers.raw
         if name.lower() not in HOP_BY_HOP | _named_by_connection(response.headers.raw)
     ]
     await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
-    relay = asyncio.ensure_future(_body(response, send))
+    relay = asyncio.ensure_future(_body(response, send, reader))
     gone = asyncio.ensure_future(_disconnect(receive))
     try:
         await asyncio.wait({relay, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -363,9 +435,11 @@ async def _relay(response: httpx.Response, receive: Receive, send: Send) -> None
     raise ClientGone
 
 
-async def _body(response: httpx.Response, send: Send) -> None:
+async def _body(response: httpx.Response, send: Send, reader: UsageReader | None) -> None:
     async for chunk in response.aiter_raw():
         await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        if reader is not None:
+            reader.feed(chunk)
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
@@ -388,14 +462,16 @@ def _one_line(error: BaseException) -> str:
 def _line(method: str, path: str, done: _Done, seconds: float) -> str:
     """E.g. ``POST /v1/messages 200: tokens 48213 -> 12004, 14 results truncated, 0.84s``."""
     parts = [_report_text(done.report)] if done.report is not None else []
+    if done.measured:
+        parts.append(done.measured)
     if done.note:
         parts.append(done.note)
     parts.append(f"{seconds:.2f}s")
     status = done.status or "-"
-    return f"{method} {path} {status}: {', '.join(parts)}"
+    return f"{method} {printable(path)} {status}: {', '.join(parts)}"
 
 
-def _report_text(report: Report) -> str:
+def _report_text(report: RequestReport) -> str:
     if report.outcome == AS_IS:
         return f"forwarded as is ({report.reason})"
     parts = [f"tokens {report.tokens_in} -> {report.tokens_out}"]

@@ -6,7 +6,10 @@ and, worse, give other words: everything after the summary would miss the prompt
 summary is kept under the hash of what the model was asked — the provider, both prompts (the
 user prompt holds the serialized prefix), the budget — in memory (the newest ``memory``) and on
 disk in ``folder`` (the newest ``disk`` files ``summary-HASH.json``, mode 0600 in a 0700 folder:
-a summary can quote what a tool printed), so a restarted proxy gives the same summary too. The
+a summary can quote what a tool printed), so a restarted proxy gives the same summary too. A
+summary read from disk goes to the model, so the folder is used as the snapshot store uses its
+own (``PrivateDir``: the user's, no link, no one else may write) and a file is read only if it
+is the user's own regular file, never through a link, at most ``MAX_FILE`` bytes. The
 built-in extractive summarizer needs none of this: it writes the same summary for the same prefix
 by itself.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import secrets
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -24,18 +28,21 @@ from pathlib import Path
 import orjson
 
 from ..conversation.formats import dumps
-from ..disk.atomic import atomic_write
-from ..errors import OutputError, SummaryCutOff
+from ..disk.private_dir import PrivateDir
+from ..errors import CtxpackError, SummaryCutOff
 from ..providers.base import Summarizer, SummaryRequest, check_ready
 
 VERSION = 1  # of the key: a change to what goes into it must not reuse the old summaries
 MEMORY = 256  # summaries kept in memory
 DISK = 2000  # summary files kept on disk
+MAX_FILE = 4 << 20  # bytes of a summary file read at most: a summary is a few kilobytes
 _STRIPES = 64  # locks: one request asks the model, others asking the same wait for its summary
 
 
 @dataclass(frozen=True)
-class Kept:
+class KeptSummary:
+    """A summary kept for the next request that asks for it (not a snapshot's ``Kept``)."""
+
     summary: str
     cut_off: str | None = None  # why the summary may lack its end (it stopped at max_tokens)
 
@@ -47,10 +54,10 @@ class SummaryStore:
         self.folder = folder
         self.memory = memory
         self.disk = disk
-        self._recent: OrderedDict[str, Kept] = OrderedDict()
+        self._recent: OrderedDict[str, KeptSummary] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> Kept | None:
+    def get(self, key: str) -> KeptSummary | None:
         with self._lock:
             kept = self._recent.get(key)
             if kept is not None:
@@ -61,55 +68,81 @@ class SummaryStore:
             self._remember(key, kept)
         return kept
 
-    def put(self, key: str, kept: Kept) -> None:
+    def put(self, key: str, kept: KeptSummary) -> None:
         self._remember(key, kept)
         self._write(key, kept)
 
-    def _remember(self, key: str, kept: Kept) -> None:
+    def _remember(self, key: str, kept: KeptSummary) -> None:
         with self._lock:
             self._recent[key] = kept
             self._recent.move_to_end(key)
             while len(self._recent) > self.memory:
                 self._recent.popitem(last=False)
 
-    def _path(self, key: str) -> Path | None:
-        return None if self.folder is None else self.folder / f"summary-{key}.json"
-
-    def _read(self, key: str) -> Kept | None:
-        path = self._path(key)
-        if path is None:
-            return None
+    def _read(self, key: str) -> KeptSummary | None:
         try:
-            record = orjson.loads(path.read_bytes())
-            os.utime(path)  # the newest used are the last to go
-        except (OSError, orjson.JSONDecodeError):
+            with self._folder(create=False) as folder:
+                record = orjson.loads(_read_own(folder, f"summary-{key}.json"))
+        except (OSError, CtxpackError, ValueError, TypeError):
             return None  # not there, or not one of ours: ask the model
+        if not isinstance(record, dict):
+            return None
         summary, cut_off = record.get("summary"), record.get("cut_off")
         if not isinstance(summary, str) or not isinstance(cut_off, str | None):
             return None
-        return Kept(summary, cut_off)
+        return KeptSummary(summary, cut_off)
 
-    def _write(self, key: str, kept: Kept) -> None:
-        path = self._path(key)
-        if path is None:
-            return
+    def _write(self, key: str, kept: KeptSummary) -> None:
         # A summary that cannot be kept on disk is still given (and kept in memory).
-        with contextlib.suppress(OSError, OutputError):
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            record = {"summary": kept.summary, "cut_off": kept.cut_off}
-            atomic_write(path, dumps(record), new_file_mode=0o600)
-            self._prune(path.parent)
+        with contextlib.suppress(OSError, CtxpackError), self._folder(create=True) as folder:
+            record = dumps({"summary": kept.summary, "cut_off": kept.cut_off})
+            temporary = f".summary-{secrets.token_hex(8)}.tmp"
+            fd = folder.create(temporary)  # exclusive, 0600, never through a link
+            try:
+                os.write(fd, record)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            folder.replace(temporary, f"summary-{key}.json")
+            self._prune(folder)
 
-    def _prune(self, folder: Path) -> None:
-        files = sorted(folder.glob("summary-*.json"), key=_age_key)
-        for old in files[: max(len(files) - self.disk, 0)]:
-            with contextlib.suppress(OSError):
-                old.unlink()
+    @contextlib.contextmanager
+    def _folder(self, create: bool):  # -> Iterator[PrivateDir]
+        if self.folder is None:
+            raise FileNotFoundError("no folder")
+        opened = PrivateDir.open(self.folder, create=create, label=str(self.folder))
+        if opened is None:
+            raise FileNotFoundError(str(self.folder))
+        with opened:
+            yield opened
+
+    def _prune(self, folder: PrivateDir) -> None:
+        names = [name for name in folder.names() if name.startswith("summary-")]
+        if len(names) <= self.disk:
+            return
+        for old in sorted(names, key=lambda name: _age(folder, name))[: len(names) - self.disk]:
+            folder.unlink(old)
 
 
-def _age_key(path: Path) -> float:
+def _read_own(folder: PrivateDir, name: str) -> bytes:
+    """The user's own regular file ``name``, never through a link, never blocking (a FIFO is
+    not a regular file), at most ``MAX_FILE`` bytes; touched, so the newest used go last."""
+    fd = folder.open_own(name)
+    if fd is None:
+        raise FileNotFoundError(name)
     try:
-        return path.stat().st_mtime
+        data = os.read(fd, MAX_FILE + 1)
+        if len(data) > MAX_FILE:
+            raise ValueError(f"{name}: over {MAX_FILE} bytes")
+        os.utime(fd)
+        return data
+    finally:
+        os.close(fd)
+
+
+def _age(folder: PrivateDir, name: str) -> float:
+    try:
+        return folder.stat(name).st_mtime
     except OSError:
         return 0.0
 
@@ -156,8 +189,8 @@ class KeptSummarizer:
         asked += [request.max_tokens, request.lang]
         return hashlib.sha256(dumps(asked)).hexdigest()
 
-    def _ask(self, request: SummaryRequest) -> Kept:
+    def _ask(self, request: SummaryRequest) -> KeptSummary:
         try:
-            return Kept(self.provider.summarize(request))
+            return KeptSummary(self.provider.summarize(request))
         except SummaryCutOff as error:
-            return Kept(error.summary, str(error))
+            return KeptSummary(error.summary, str(error))

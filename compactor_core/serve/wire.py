@@ -34,6 +34,7 @@ class Wire:
     history_key = "messages"
     header_keys: tuple[str, ...] = ("model", "tools")
     cache_pricing = "openai"  # the price profile of the API's prompt cache (stats.py)
+    reads_cache_at_breakpoints = False  # Anthropic's: read and written at cache_control only
 
     def conversation(self, body: dict[str, Any], source: str) -> Conversation | None:
         """The history as the policy reads it; None when there is none to read."""
@@ -52,6 +53,7 @@ class MessagesWire(Wire):
     name = "anthropic messages"
     header_keys = ("model", "tools", "system")
     cache_pricing = "anthropic-5m"
+    reads_cache_at_breakpoints = True
 
 
 class ChatWire(Wire):

@@ -27,6 +27,7 @@ import contextlib
 import hashlib
 import os
 import sqlite3
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -38,11 +39,11 @@ from ..ends.sources import session_name
 from ..errors import InputError, InputUnreadable, OutputError, SessionInUse
 from .base import Record
 from .in_use import writers_of
-from .stores import Keeping, Result, SessionStore
+from .stores import Result, SessionStore
 
 if TYPE_CHECKING:
-    from ..settings import SessionRules
-    from ..snapshots.base import Snapshot
+    from ..settings import RunSettings
+    from ..snapshots.base import Details, Snapshot
     from ..snapshots.finding import Choice
     from ..snapshots.local_store import SnapshotStore
     from ..snapshots.putting_back import Restored
@@ -89,8 +90,8 @@ class DatabaseStore(SessionStore):
 
     # --- the store ---
 
-    def write_in_place(self, result: Result, keeping: Keeping) -> str | None:
-        backup = Path(f"{self.path}{keeping.backup_suffix}") if keeping.backup_suffix else None
+    def write_in_place(self, result: Result, run: RunSettings, details: Details) -> str | None:
+        backup = Path(f"{self.path}{run.backup_suffix}") if run.backup_suffix else None
         if backup is not None:
             _backup(self.path, backup, self.label)
         try:
@@ -101,9 +102,9 @@ class DatabaseStore(SessionStore):
                         f"{self.label}: changed while being compacted (its agent wrote to it), "
                         "left as is"
                     )
-                if keeping.snapshots is not None:
-                    keeping.snapshots.save_original(
-                        snapshot_id(self.path, self.session), now, keeping.details, self.path
+                if run.snapshots is not None:
+                    run.snapshots.save_original(
+                        snapshot_id(self.path, self.session), now, details, self.path
                     )
                 self.apply(connection, result)
         except BaseException:
@@ -113,18 +114,18 @@ class DatabaseStore(SessionStore):
             raise
         return None
 
-    def busy(self, rules: SessionRules) -> str | None:
+    def busy(self, rules: RunSettings) -> str | None:
         pid = agent_holding(self.path, self.agent_program, Path(rules.proc))
         if pid is not None:  # it writes its own copy of the session back: --force or not
             raise SessionInUse(
                 f"{self.label}: in use by its agent (process {pid} of the agent has the "
-                "database open): not compacted, not even with --force (it keeps the session in "
+                "database open): not compacted, not even with force=True (it keeps the session in "
                 "memory and writes it back); quit the agent, then run again"
             )
         if self.changed_at is not None and not rules.force:
             idle = rules.time().timestamp() - self.changed_at
             if idle < rules.min_idle:
-                return f"changed {max(idle, 0):.0f}s ago, less than --min-idle {rules.min_idle:g}s"
+                return f"changed {max(idle, 0):.0f}s ago, less than min_idle={rules.min_idle:g}s"
         return None
 
 
@@ -140,6 +141,12 @@ def _reading(path: Path, label: str) -> Iterator[sqlite3.Connection]:
     try:
         connection.execute("BEGIN")  # one read transaction: every row from one moment
         yield connection
+    except sqlite3.OperationalError as error:
+        if is_locked(error):  # an agent holds it exclusively: try again later
+            raise SessionInUse(
+                f"{label}: the database is locked by its agent, left as is"
+            ) from None
+        raise InputError(f"{label}: cannot read the database: {error}", label) from None
     except sqlite3.DatabaseError as error:
         raise InputError(f"{label}: cannot read the database: {error}", label) from None
     finally:
@@ -171,6 +178,10 @@ def transaction(path: Path, label: str) -> Iterator[sqlite3.Connection]:
         raise OutputError(f"{label}: cannot write the database: {error}") from None
     finally:
         connection.close()
+
+
+def is_locked(error: sqlite3.Error) -> bool:
+    return "locked" in str(error) or "busy" in str(error)
 
 
 def session_rows(
@@ -242,10 +253,18 @@ def insert(connection: sqlite3.Connection, table: str, row: dict[str, Any]) -> N
 
 def _backup(path: Path, target: Path, label: str) -> None:
     """``--backup``: the whole database, as it is before the change, by SQLite's online backup
-    (a consistent copy even while others write), written beside it and renamed into place."""
-    temp = target.with_name(f".{target.name}.{os.getpid()}.ctxpack-tmp")
+    (a consistent copy even while others write), written beside it and renamed into place.
+
+    The copy is made in a file of its own, created as every temporary file is (exclusive, 0600,
+    an unpredictable name), and SQLite writes it through that open file (``/proc/self/fd``,
+    no journal beside it): a link planted at its name is never followed."""
+    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".ctxpack-tmp", dir=target.parent)
     try:
-        with _reading(path, label) as source, contextlib.closing(sqlite3.connect(temp)) as copy:
+        with (
+            _reading(path, label) as source,
+            contextlib.closing(sqlite3.connect(f"/proc/self/fd/{fd}")) as copy,
+        ):
+            copy.execute("PRAGMA journal_mode = OFF")
             source.execute("ROLLBACK")  # the backup makes its own read transactions
             source.backup(copy)
         os.replace(temp, target)
@@ -253,6 +272,8 @@ def _backup(path: Path, target: Path, label: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise OutputError(f"{target}: cannot write backup: {error}") from None
+    finally:
+        os.close(fd)
 
 
 # --- who holds it --------------------------------------------------------------------------------

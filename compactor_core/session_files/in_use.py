@@ -21,7 +21,7 @@ from ..disk.commit import held_open
 from ..errors import SessionInUse
 
 if TYPE_CHECKING:
-    from ..settings import SessionRules
+    from ..settings import RunSettings
 
 DEFAULT_MIN_IDLE = defaults.MIN_IDLE
 _WRITE_MODES = (os.O_WRONLY, os.O_RDWR)
@@ -34,7 +34,7 @@ def in_use(
     status = os.stat(path)
     idle = now - status.st_mtime
     if idle < min_idle:
-        return f"changed {max(idle, 0):.0f}s ago, less than --min-idle {min_idle:g}s"
+        return f"changed {max(idle, 0):.0f}s ago, less than min_idle={min_idle:g}s"
     writer = writer_of(status.st_dev, status.st_ino, proc)
     if writer is not None:
         return f"open for writing by process {writer}"
@@ -44,7 +44,7 @@ def in_use(
 def refuse_in_use(
     label: str,
     status: os.stat_result,
-    rules: SessionRules,
+    rules: RunSettings,
     rewritten_by_us: Callable[[], bool],
     doing: str = "compacted",
 ) -> None:
@@ -63,7 +63,7 @@ def refuse_in_use(
     if idle < rules.min_idle and not rewritten_by_us():
         raise SessionInUse(
             f"{label}: in use by its agent (changed {max(idle, 0):.0f}s ago, less than "
-            f"--min-idle {rules.min_idle:g}s): skipped, see --force"
+            f"min_idle={rules.min_idle:g}s): skipped, see force=True"
         )
 
 

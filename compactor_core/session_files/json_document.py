@@ -2,7 +2,7 @@
 ``{"version": 1, …, "messages": […]}``): where each record lies, and the document written again.
 
 The document is read once; each element of the array is parsed where it lies, so its place in
-the text is known (``Document.spans``). The document is written again around its records: every
+the text is known (``JsonDocument.spans``). The document is written again around its records: every
 byte outside the array, and every record that did not change, is copied from the original text,
 so only a changed record is written anew, in the layout the agent writes (``json.dumps`` with
 two-space indentation and non-ASCII unescaped is what ``JSON.stringify(value, null, 2)`` writes),
@@ -34,7 +34,7 @@ INDENT = 2  # spaces per level, as the agent indents
 
 
 @dataclass
-class Document:
+class JsonDocument:
     """A JSON object read with the places of the elements of its array under ``key``."""
 
     text: str  # the document, decoded (without a BOM)
@@ -81,7 +81,7 @@ class Document:
         return opening, separator, closing
 
 
-def read_document(data: bytes, key: str, label: str) -> Document:
+def read_document(data: bytes, key: str, label: str) -> JsonDocument:
     """Parse ``data`` as one JSON object, finding the elements of its array under ``key``;
     InputError naming ``label`` and the place if it is not valid JSON or not an object."""
     bom = data.startswith(UTF8_BOM)
@@ -104,7 +104,7 @@ class _NotAnObject(ValueError):
     pass
 
 
-def _scan(text: str, bom: bool, key: str) -> Document:
+def _scan(text: str, bom: bool, key: str) -> JsonDocument:
     position = _skip(text, 0)
     if text[position : position + 1] != "{":
         raise _NotAnObject("a session document must be one JSON object")
@@ -137,7 +137,7 @@ def _scan(text: str, bom: bool, key: str) -> Document:
             break
     if _skip(text, position) != len(text):
         raise json.JSONDecodeError("Extra data after the document", text, _skip(text, position))
-    return Document(text, bom, key, value, records, spans, array)
+    return JsonDocument(text, bom, key, value, records, spans, array)
 
 
 def _elements(text: str, position: int) -> tuple[list[Any], list[tuple[int, int]], int]:

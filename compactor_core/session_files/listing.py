@@ -2,7 +2,9 @@
 
 The caller names each agent's home folder (the CLI reads ``CLAUDE_CONFIG_DIR`` / ``CODEX_HOME``);
 each format finds its session files there. A file that cannot be read is listed with no estimate
-rather than hiding it: it is exactly the one a user wants to hear about.
+rather than hiding it: it is exactly the one a user wants to hear about. Only regular files are
+listed (a FIFO or a link to a device named like a session is passed over), and a file whose
+first line is not a record within 1 MiB, or any line over 256 MiB, is listed without an estimate.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from ..ends.sources import local_file
 from ..errors import CtxpackError
 from .base import AgentFormat, SessionFile
 from .in_use import in_use, writer_of
+from .records import is_regular
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,8 @@ def list_sessions(
     for agent_format, home in homes:
         for found in agent_format.session_files(home):
             file = found.held_in or found.path
+            if not is_regular(file):
+                continue  # a FIFO, a device, a link to one: never a session, never read
             try:
                 status = os.stat(file)
                 reason = in_use(file, now, min_idle, proc) if found.held_in is None else None
@@ -68,7 +73,7 @@ def _in_use_among_others(
     """A session of a database: changed within ``min_idle`` by its own times, or its file open
     for writing by another process."""
     if found.mtime is not None and now - found.mtime < min_idle:
-        return f"changed {max(now - found.mtime, 0):.0f}s ago, less than --min-idle {min_idle:g}s"
+        return f"changed {max(now - found.mtime, 0):.0f}s ago, less than min_idle={min_idle:g}s"
     writer = writer_of(status.st_dev, status.st_ino, proc)
     return f"open for writing by process {writer}" if writer is not None else None
 

@@ -8,6 +8,9 @@ JSON is *torn*: what an agent leaves when it is killed while writing.
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
@@ -16,6 +19,11 @@ import orjson
 
 from ..conversation.formats import UTF8_BOM, json_type, load_value
 from ..errors import InputError
+
+# A line this long is no record an agent wrote (a file of zeros, a device): the file is not
+# read further. Larger than rescue's limit for a record (16 MiB), which it shortens.
+MAX_LINE = 256 << 20
+MAX_FIRST_LINE = 1 << 20  # a header or first record, read to place a file: a few kilobytes
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -53,10 +61,13 @@ class Line(NamedTuple):  # a NamedTuple: made for every line, and cheap to defin
 
 
 def lines(handle: BinaryIO, start: int = 0) -> Iterator[Line]:
-    """Every line of an open binary file from byte ``start``, one at a time."""
+    """Every line of an open binary file from byte ``start``, one at a time; InputError for a
+    line over ``MAX_LINE`` bytes (a file of zeros, a device: not a session), read no further."""
     handle.seek(start)
     offset = start
-    for number, data in enumerate(handle, start=1):
+    for number, data in enumerate(iter(lambda: handle.readline(MAX_LINE + 1), b""), start=1):
+        if len(data) > MAX_LINE:
+            raise InputError(f"line {number}: longer than {MAX_LINE >> 20} MiB: not a session")
         yield Line(number, offset, data)
         offset += len(data)
 
@@ -110,10 +121,11 @@ def _without_source(message: str) -> str:
 
 
 def first_record(path: Path) -> dict[str, Any]:
-    """The file's first line as a record (a header, a session's metadata); {} if it is not one."""
+    """The file's first line as a record (a header, a session's metadata); {} if it is not one
+    (or the file is no regular file, or its first line is over ``MAX_FIRST_LINE`` bytes)."""
     try:
-        with open(path, "rb") as handle:
-            record = orjson.loads(handle.readline())
+        with open_regular(path) as handle:
+            record = orjson.loads(handle.readline(MAX_FIRST_LINE))
     except (OSError, orjson.JSONDecodeError):
         return {}
     return record if isinstance(record, dict) else {}
@@ -123,8 +135,9 @@ def first_value(path: Path, name: str, lines: int = 20) -> Any:
     """The value of key ``name`` in the first of the file's first ``lines`` records that has
     one as a string (the folder an agent ran in, say); None if none does."""
     try:
-        with open(path, "rb") as handle:
-            for _, line in zip(range(lines), handle, strict=False):
+        with open_regular(path) as handle:
+            read = iter(lambda: handle.readline(MAX_FIRST_LINE), b"")
+            for _, line in zip(range(lines), read, strict=False):
                 try:
                     record = orjson.loads(line)
                 except orjson.JSONDecodeError:
@@ -134,6 +147,24 @@ def first_value(path: Path, name: str, lines: int = 20) -> Any:
     except OSError:
         return None
     return None
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """``path`` open for reading if it is a regular file (a link to one will do); OSError for
+    anything else — a FIFO is never waited on, a device never read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return os.fdopen(fd, "rb")
+
+
+def is_regular(path: Path) -> bool:
+    """Whether ``path`` is a regular file (through links), without opening it."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def milliseconds(value: Any) -> int | None:

@@ -74,7 +74,7 @@ def detect_records(records: list[Any]) -> str | None:
 def not_a_session(source: str) -> InputError:
     return InputError(
         f"{source}: not a conversation ctxpack knows: expected one of the formats "
-        f"{', '.join(FORMAT_NAMES)} (see --format)"
+        f"{', '.join(FORMAT_NAMES)} (see format=NAME)"
     )
 
 

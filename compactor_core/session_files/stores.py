@@ -31,8 +31,8 @@ from .base import AgentFormat, Record
 from .index import read_record
 
 if TYPE_CHECKING:
-    from ..settings import SessionRules
-    from ..snapshots.base import Details, Snapshots
+    from ..settings import RunSettings
+    from ..snapshots.base import Details
     from .index import SessionIndex
     from .write import Rewrite
 
@@ -46,15 +46,6 @@ class Result:
     records: list[Record]
     changed: frozenset[int]  # positions (in ``records``) of the records that changed
     appended: tuple[Record, ...]
-
-
-@dataclass(frozen=True)
-class Keeping:
-    """What a store that changes itself needs to keep its original first (SPEC §8.4)."""
-
-    snapshots: Snapshots | None
-    details: Details
-    backup_suffix: str | None = None  # --backup: a copy of the whole store beside it
 
 
 class SessionStore:
@@ -75,20 +66,22 @@ class SessionStore:
     def result(self, result: Result) -> Iterator[bytes]:
         """The bytes of the session's new file."""
         raise UsageError(
-            f"{self.label}: a session in a database is changed in place only: use --in-place"
+            f"{self.label}: a session in a database is changed in place only: use output=None"
         )
 
     def original(self) -> Iterator[bytes]:
         """The bytes of the session's file as it was read."""
         raise UsageError(
-            f"{self.label}: a session in a database is changed in place only: use --in-place"
+            f"{self.label}: a session in a database is changed in place only: use output=None"
         )
 
-    def write_in_place(self, result: Result, keeping: Keeping) -> str | None:
-        """Change the store itself; a warning line, if any. Only where ``rewrites_itself``."""
+    def write_in_place(self, result: Result, run: RunSettings, details: Details) -> str | None:
+        """Change the store itself, its original (``details`` of it) kept first in
+        ``run.snapshots`` and beside it with ``run.backup_suffix``; a warning line, if any.
+        Only where ``rewrites_itself``."""
         raise NotImplementedError
 
-    def busy(self, rules: SessionRules) -> str | None:
+    def busy(self, rules: RunSettings) -> str | None:
         """Why the agent is using the session now (its own signs, beyond the file's idle time
         and writers, which every session file is checked for); None when it is not, or when
         ``rules.force`` overrides the sign. Raises SessionInUse where nothing overrides it."""

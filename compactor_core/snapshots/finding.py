@@ -53,9 +53,9 @@ def session_snapshots(stores: Sequence[SnapshotStore], session_id: str) -> list[
     every = search(stores, lambda store: store.select()).snapshots
     meant = sorted({s.session_id for s in every if s.session_id.startswith(f"{session_id}-")})
     hint = (
-        f"; did you mean {' or '.join(meant[:3])}? (or give the file: ctxpack restore FILE)"
+        f"; did you mean {' or '.join(meant[:3])}? (or give the file instead)"
         if meant
-        else " (ctxpack restore --list shows them)"
+        else " (SnapshotStore.select() lists them)"
     )
     where = " or ".join(str(store.directory) for store in stores)
     raise InputUnreadable(f"session {session_id!r}: no snapshot in {where}{hint}")
@@ -71,7 +71,7 @@ def _as_stamp(text: str) -> str:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise UsageError(
-            f"--at {text!r}: give a snapshot's time as --list shows it "
+            f"at={text!r}: give a snapshot's time as SnapshotStore.select() lists it "
             "(2025-03-09T14-05-07-123456 or 2025-03-09T14:05:07.123456)"
         ) from None
     if moment.tzinfo is not None:  # stamps are local time
@@ -124,7 +124,7 @@ def to_prune(
 ) -> list[Snapshot]:
     """The snapshots to remove (newest first in, newest first out)."""
     if keep is None and older_than is None:
-        raise UsageError("--prune needs --keep N or --older-than AGE")
+        raise UsageError("to_prune needs keep=N or older_than=AGE")
     seen: dict[tuple[str, str], int] = {}
     doomed = []
     for snapshot in snapshots:
@@ -148,5 +148,5 @@ def parse_age(text: str) -> timedelta:
     except ValueError:
         value = -1.0
     if value < 0:
-        raise UsageError(f"--older-than {text!r}: give an age such as 90s, 30m, 12h, 7d or 2w")
+        raise UsageError(f"older_than={text!r}: give an age such as 90s, 30m, 12h, 7d or 2w")
     return timedelta(seconds=value * _UNITS[unit])

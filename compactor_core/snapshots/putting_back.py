@@ -30,7 +30,7 @@ from ..disk.replace import FileState, Replacement, replace
 from ..ends.sources import LocalFile
 from ..errors import OutputError, WouldDrop, reading
 from ..session_files.in_use import refuse_in_use, writer_check
-from ..settings import SessionRules
+from ..settings import RunSettings
 from ..text import counted
 from .base import REPLACED, Details, Snapshot
 from .local_store import SnapshotStore
@@ -68,7 +68,7 @@ def restore_file(
     file: Path,
     snapshot: Snapshot,
     last_run: Snapshot | None,
-    rules: SessionRules,
+    rules: RunSettings,
     dry_run: bool = False,
 ) -> Restored:
     """Put ``snapshot`` back at ``file``; keep the current version in ``store`` first.
@@ -93,7 +93,7 @@ def restore_file(
         if set_aside is not None and not rules.force:
             raise WouldDrop(
                 f"{label}: restoring would set aside {set_aside.describe()}: not restored "
-                "(restore --force puts the original back and keeps this version as a "
+                "(restore_file(force=True) puts the original back and keeps this version as a "
                 "'replaced' snapshot)"
             )
         if dry_run:
@@ -112,7 +112,7 @@ def restore_file(
 
 
 def _refuse_in_use(
-    label: str, status: os.stat_result, rules: SessionRules, last_run: Snapshot | None
+    label: str, status: os.stat_result, rules: RunSettings, last_run: Snapshot | None
 ) -> None:
     def rewritten_by_us() -> bool:
         return (

@@ -15,6 +15,7 @@ estimate's heuristic of each block's JSON text.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ from compactor_core.replay.cache_rules import (
     OPENAI,
     Block,
     CacheState,
+    Rules,
     Usage,
     anthropic_blocks,
     heuristic_tokens,
@@ -37,35 +39,35 @@ class Billing:
     openai: CacheState = field(default_factory=CacheState)
     gemini: CacheState = field(default_factory=CacheState)
     bills: list[tuple[str, Usage]] = field(default_factory=list)
+    # the time the cache lives by; None: its entries never expire (a test moves it on to
+    # let them expire, as a user's pause would)
+    clock: Callable[[], float] | None = None
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
 
-    def expire(self) -> None:
-        """The providers forget every cached prefix, as when the user is away past the TTL
-        (the server's clock does not move: the bills are computed without time)."""
-        with self._lock:
-            self.anthropic, self.openai, self.gemini = CacheState(), CacheState(), CacheState()
-
     def messages(self, body: dict[str, Any]) -> Usage:
         """A Messages API request, billed by Anthropic's rules at its own breakpoints."""
         blocks = anthropic_blocks(body, placement=None)
-        with self._lock:
-            usage, self.anthropic = ANTHROPIC.send(blocks, self.anthropic, model=body.get("model"))
-            self.bills.append(("/v1/messages", usage))
-        return usage
+        return self._bill("/v1/messages", "anthropic", ANTHROPIC, blocks, body.get("model"))
 
     def openai_request(self, path: str, body: dict[str, Any]) -> Usage:
         """A Chat Completions or Responses request, billed by OpenAI's automatic prefix cache."""
-        with self._lock:
-            usage, self.openai = OPENAI.send(openai_blocks(body), self.openai)
-            self.bills.append((path, usage))
-        return usage
+        return self._bill(path, "openai", OPENAI, openai_blocks(body))
 
     def gemini_request(self, path: str, body: dict[str, Any]) -> Usage:
         """A generateContent request, billed by an automatic prefix cache."""
+        return self._bill(path, "gemini", OPENAI, gemini_blocks(body))
+
+    def _bill(
+        self, path: str, cache: str, rules: Rules, blocks: list[Block], model: Any = None
+    ) -> Usage:
+        """Bill a request against the provider's cache (the attribute ``cache``), at the
+        clock's time."""
         with self._lock:
-            usage, self.gemini = OPENAI.send(gemini_blocks(body), self.gemini)
+            now = self.clock() if self.clock else None
+            usage, state = rules.send(blocks, getattr(self, cache), time=now, model=model)
+            setattr(self, cache, state)
             self.bills.append((path, usage))
         return usage
 

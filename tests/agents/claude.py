@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +68,7 @@ def run_claude(
     model: str | None = None,
     timeout: float = 120,
     user: tuple[int, int] | None = None,
+    wrapper: Sequence[str | Path] = (),
 ) -> AgentRun:
     """``claude -p PROMPT`` in ``cwd``: a new session (``session_id``), or ``resume`` one;
     ``model``: ``--model`` (default: Claude Code's own); ``user``: as that (uid, gid), whose
@@ -89,7 +91,7 @@ def run_claude(
         "ANTHROPIC_BASE_URL": server.url,
         "ANTHROPIC_API_KEY": "sk-ant-test-local-server",
     }
-    done = run_agent(command, cwd, env, timeout, user)
+    done = run_agent(command, cwd, env, timeout, user, wrapper=wrapper)
     return AgentRun(
         command, done.returncode, done.stdout, done.stderr, reported_session_id(done.stdout)
     )

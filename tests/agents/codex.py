@@ -13,6 +13,7 @@ WebSockets and without retries (so nothing waits on them). Sessions land in
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,6 +78,7 @@ def run_codex(
     auto_compact_tokens: int | None = None,
     remote_compaction: bool = False,
     timeout: float = 120,
+    wrapper: Sequence[str | Path] = (),
 ) -> AgentRun:
     """``codex exec PROMPT`` in ``cwd``: a new session, or ``resume`` one."""
     home.home.mkdir(parents=True, exist_ok=True)
@@ -92,7 +94,7 @@ def run_codex(
         "OPENAI_BASE_URL": f"{server.url}/v1",
         "OPENAI_API_KEY": "sk-test-local-server",
     }
-    done = run_agent(command, cwd, env, timeout)
+    done = run_agent(command, cwd, env, timeout, wrapper=wrapper)
     return AgentRun(command, done.returncode, done.stdout, done.stderr, _session_id(done.stdout))
 
 

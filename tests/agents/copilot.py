@@ -10,6 +10,7 @@ all homes share (``COPILOT_CACHE``). Sessions land in
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +45,7 @@ def run_copilot(
     *,
     resume: str | None = None,
     timeout: float = 120,
+    wrapper: Sequence[str | Path] = (),
 ) -> AgentRun:
     home.home.mkdir(parents=True, exist_ok=True)
     before = set(home.state.glob("*/events.jsonl"))
@@ -64,7 +66,7 @@ def run_copilot(
         "COPILOT_AUTO_UPDATE": "false",
         "COPILOT_ALLOW_ALL": "true",
     }
-    done = run_agent(command, cwd, env, timeout)
+    done = run_agent(command, cwd, env, timeout, wrapper=wrapper)
     made = sorted(set(home.state.glob("*/events.jsonl")) - before)
     session_id = resume or (made[0].parent.name if len(made) == 1 else None)
     return AgentRun(command, done.returncode, done.stdout, done.stderr, session_id)

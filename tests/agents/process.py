@@ -64,11 +64,13 @@ def run_agent(
     env: dict[str, str],
     timeout: float,
     user: tuple[int, int] | None = None,
+    wrapper: Sequence[str | Path] = (),
 ) -> subprocess.CompletedProcess[str]:
-    """Run an agent; ``user``: as that (uid, gid) instead of this process's user (as root)."""
+    """Run an agent; ``user``: as that (uid, gid) instead of this process's user (as root);
+    ``wrapper``: the command that runs the agent's command (``ctxpack run``)."""
     as_user = {"user": user[0], "group": user[1], "extra_groups": []} if user else {}
     return subprocess.run(
-        [str(part) for part in command],
+        [str(part) for part in (*wrapper, *command)],
         cwd=cwd,
         env={**clean_environment(), **env},
         stdin=subprocess.DEVNULL,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +57,7 @@ def run_qwen(
     *,
     resume: str | None = None,
     timeout: float = 120,
+    wrapper: Sequence[str | Path] = (),
 ) -> AgentRun:
     settings = home.home / ".qwen" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
@@ -72,7 +74,7 @@ def run_qwen(
         "OPENAI_MODEL": MODEL,
         "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
     }
-    done = run_agent(command, cwd, env, timeout)
+    done = run_agent(command, cwd, env, timeout, wrapper=wrapper)
     made = sorted(set(home.chats(cwd).glob("*.jsonl")) - before)
     session_id = resume or (made[0].stem if len(made) == 1 else None)
     return AgentRun(command, done.returncode, done.stdout, done.stderr, session_id)
