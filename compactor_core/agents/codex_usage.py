@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from ..session_files.base import COMPACTED, RESUMED, Record, RecordedCall
+from ..session_files.base import COMPACTED, RESUMED, Record, RecordedCall, first_change
 from ..session_files.records import milliseconds
 from ..session_files.usage import token_count
 
@@ -48,7 +48,7 @@ def recorded_usage(records: Iterable[tuple[int, Record]]) -> list[RecordedCall]:
         if kind == "compacted" and summarized and calls[-1].change is None:
             calls[-1] = replace(calls[-1], change=COMPACTED)
         if kind in _CHANGES and (started or kind != "session_meta"):
-            change = change or _CHANGES[kind]
+            change = first_change(change, _CHANGES[kind])
         started = True
         summarized &= kind != "response_item"
         if kind == "turn_context" and isinstance(payload.get("model"), str):
