@@ -7,7 +7,6 @@ On the two real sessions of the corpus, the genuine sessions the real agent wrot
 from __future__ import annotations
 
 import io
-import itertools
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -155,11 +154,34 @@ def test_full_appends_a_boundary_and_a_summary_like_claude_codes_compact(path: P
     assert boundary["compactMetadata"]["trigger"] == "manual"
     assert boundary["logicalParentUuid"] in {r.get("uuid") for r in records(data)}
     assert summary["isCompactSummary"] is True and summary["parentUuid"] == boundary["uuid"]
-    for previous, record in itertools.pairwise(new[1:]):  # the pending turn, chained
-        assert record["parentUuid"] == previous["uuid"]
+    assert len(new) == 2  # the recent messages are kept where they are, not copied
     session = session_of(after)
     assert problems(session) == []
     assert session.tokens < session_of(data).tokens
+    assert_kept_like_compact(data, after)
+
+
+def assert_kept_like_compact(before: bytes, after: bytes) -> None:
+    """The boundary keeps the last messages (the pending turn, else the last reply) by id, as
+    /compact does; the view after it is the summary, then those messages as they were."""
+    boundary = records(after)[len(records(before))]
+    kept = boundary["compactMetadata"]["preservedMessages"]
+    summary = records(after)[-1]
+    assert (
+        kept["anchorUuid"]
+        == summary["uuid"]
+        == boundary["compactMetadata"]["preservedSegment"]["anchorUuid"]
+    )
+    was, now = view_of(before), view_of(after)
+    assert now[0]["content"].startswith("This session is being continued")
+    assert now[1:] == was[len(was) - len(now) + 1 :]
+    ids = [r.get("uuid") for r in records(before)]
+    assert all(uuid in ids for uuid in kept["uuids"])
+
+
+def view_of(data: bytes) -> list[dict]:
+    handle = io.BytesIO(data)
+    return load_view(handle, index_session(handle, CLAUDE, "s.jsonl"))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -181,6 +203,7 @@ def test_property_full_is_append_only_and_pair_safe(data: bytes) -> None:
         return
     assert after.startswith(data if data.endswith(b"\n") else data + b"\n")
     assert problems(session_of(after)) == []
+    assert_kept_like_compact(data, after)
 
 
 def test_auto_is_micro_below_the_threshold_and_appends_a_summary_above_it() -> None:

@@ -155,6 +155,7 @@ def test_codex_set_up_goes_through_the_running_serve(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         asked = [request.path for request in server.requests]
     assert asked == ["/v1/responses"]  # no WebSocket upgrade tried first
+    assert b" ERROR " not in done.stderr  # nor its error line
     assert serve.log.count("POST /v1/responses 200") == 1
 
 

@@ -29,7 +29,7 @@ from support_full import summary_part as part
 from support_full import user_turn as user
 
 import compactor_core.providers.extractive as extractive
-from compactor_core.agents.claude_code import SUMMARY_INTRO, TRANSCRIPT_NOTE
+from compactor_core.agents.claude_code_compact import SUMMARY_INTRO, TRANSCRIPT_NOTE
 from compactor_core.compaction.full import full_compact
 from compactor_core.conversation.boilerplate import CODEX_SUMMARY_INTRO
 from compactor_core.providers.extractive import ExtractiveSummarizer

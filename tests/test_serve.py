@@ -116,8 +116,9 @@ def test_count_tokens_and_every_other_route_pass_through_untouched() -> None:
         assert (reply.status_code, reply.content) == (404, b"{}")
         upgrade = {"connection": "Upgrade", "upgrade": "websocket", "sec-websocket-version": "13"}
         reply = httpx.get(proxy.url + "/v1/responses", headers=upgrade)  # Codex's first try
-        assert reply.status_code == 404
-        assert "upgrade" not in upstream.received[-1].headers
+        assert reply.status_code == 426  # answered here: Codex speaks HTTP at once
+        assert reply.json()["error"]["type"] == "upgrade_required"
+        assert upstream.received[-1].target == "/v1/models?limit=5&after=x%2Fy"  # not upstream
         reply = httpx.delete(proxy.url + "/v1/files/file-1")
         assert (upstream.received[-1].method, upstream.received[-1].target) == (
             "DELETE",

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agents.checks import Shrink, assert_full, assert_micro
@@ -132,3 +134,37 @@ def test_resumes_through_the_proxy_with_the_history_summarized(
     assert len(summaries) == 1
     assert through.sent.pairing_problems() == []
     report(session, "summary", shrink, tokens)
+
+
+def test_codex_pointed_at_serve_by_its_base_url_starts_as_fast_as_without_serve(
+    tmp_path: Path,
+) -> None:
+    """Issue 32.7: Codex's own OpenAI provider (``OPENAI_BASE_URL`` at serve) tries a WebSocket
+    first; serve answers the upgrade with a 426, on which Codex speaks HTTP at once: no retry, no
+    error event, its start-up within a second of a Codex that goes straight to the model
+    without WebSockets. (Codex still logs the one refused upgrade in its own log; ``ctxpack
+    setup codex``, WebSockets off, has not even that: test_cli_setup.py.)"""
+    (tmp_path / "project").mkdir()
+    with ModelServer(Script()) as server, Serving(server.url) as proxy:
+        straight = timed_codex(CodexHome(tmp_path / "straight"), tmp_path / "project", server)
+        through = timed_codex(
+            CodexHome(tmp_path / "through"), tmp_path / "project", proxy, builtin_provider=True
+        )
+        assert server.unknown == []  # no upgrade reached the model server
+    for _, run in (straight, through):
+        assert the_models_reply(run.check()) == "Done."
+    events = [json.loads(line) for line in through[1].stdout.splitlines() if line[:1] == "{"]
+    assert [event for event in events if event.get("type") == "error"] == []  # "Reconnecting…"
+    assert len([line for line in through[1].stderr.splitlines() if " ERROR " in line]) <= 1
+    assert proxy.log.count("GET /v1/responses 426") == 1
+    print(f"codex start-up: straight {straight[0]:.2f} s, through serve {through[0]:.2f} s")
+    assert through[0] < straight[0] + 1
+
+
+def timed_codex(
+    home: CodexHome, project: Path, server: Any, builtin_provider: bool = False
+) -> tuple[float, AgentRun]:
+    """A new Codex session (``server``: what has the ``url`` Codex is pointed at)."""
+    started = time.monotonic()
+    run = run_codex(home, project, "hello", server, builtin_provider=builtin_provider)
+    return time.monotonic() - started, run

@@ -8,6 +8,9 @@ client could send (issue 36).
   127.0.0.1, DNS rebinding): 403, unless serve listens for other machines (``--allow-remote``).
 - A model request whose body is declared as anything but JSON (a page's form or ``text/plain``
   fetch, which a browser sends without asking): 415.
+- A WebSocket upgrade (Codex's first try, ``GET /v1/responses``): 426, answered here. serve
+  speaks HTTP only; passed upstream as a plain ``GET`` it got a 404, on which Codex 0.169.0 tries
+  again five times over some 6 s, an error line each; on a 426 it speaks HTTP at once.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ def refusal(scope: Scope, wire: Wire | None, hosts: frozenset[str] | None) -> Re
 
     What a browser page, another host or a broken client could send: a target that is not a
     path, an ``Origin`` other than this machine's, a ``Host`` serve does not listen as, a model
-    request declared as anything but JSON."""
+    request declared as anything but JSON; and a WebSocket upgrade, which serve does not speak."""
     try:
         target_path(scope)
     except ValueError:
@@ -50,6 +53,8 @@ def refusal(scope: Scope, wire: Wire | None, hosts: frozenset[str] | None) -> Re
     kind = headers.get(b"content-type")
     if wire is not None and kind is not None and not _is_json(kind):
         return 415, "invalid_request_error", "a model request's body must be application/json"
+    if headers.get(b"upgrade", b"").lower() == b"websocket":
+        return 426, "upgrade_required", "no WebSockets here: send the request over HTTP"
     return None
 
 

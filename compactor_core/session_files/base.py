@@ -348,6 +348,12 @@ class AgentFormat(ABC):
         """The records to append so the agent resumes from the summary, the way the agent's own
         compaction writes them, followed by what it needs of the pending turn."""
 
+    def kept_in_place(self, compaction: Compaction) -> list[Record]:
+        """Records from before the compaction that the agent goes on sending after it, where
+        they are (Claude Code's preserved messages): they count in the result's tokens. None
+        by default: what a format keeps of the pending turn, it appends."""
+        return []
+
     # --- sessions on this machine ---
 
     @abstractmethod

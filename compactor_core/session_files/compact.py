@@ -85,14 +85,15 @@ class SessionSubject:
         self.repairs = repairs  # rescue's, made before micro's (``repair``)
         self.repaired = False
         self.appended: tuple[Record, ...] = ()
+        self.kept: tuple[Record, ...] = ()  # records the compaction keeps where they are
         self.summary: str | None = None
         self._input_tokens: int | None = None
 
     # --- what decide asks ---
 
     def tokens(self) -> int:
-        if self.appended:  # after a summary the view is what was appended
-            return self._appended_tokens(self.appended)
+        if self.appended:  # after a summary the view is what was appended, and what it keeps
+            return self._appended_tokens((*self.appended, *self.kept))
         if not any(self._touches(index) for index in self.index.view_records):
             return self.input_tokens()
         if self.counter is HEURISTIC:
@@ -116,11 +117,17 @@ class SessionSubject:
         if compacted.summary is None:
             raise ValueError("a compacted result without its summary")
         self.summary = compacted.summary
-        self.appended = self._compaction(compacted.summary, compacted.messages, compacted.pending)
+        compaction = self._compaction(compacted.summary, compacted.messages, compacted.pending)
+        self.appended = tuple(self.index.format.compaction_records(compaction))
+        self.kept = tuple(self.index.format.kept_in_place(compaction))
         return self.tokens()
 
     def tokens_without_summary(self, pending: PendingTurn, lang: str) -> int:
-        return self._appended_tokens(self._compaction("", [], pending))
+        compaction = self._compaction("", [], pending)
+        agent_format = self.index.format
+        return self._appended_tokens(
+            (*agent_format.compaction_records(compaction), *agent_format.kept_in_place(compaction))
+        )
 
     def for_the_cache(self, provider: Any, keeper: Any, dry_run: bool) -> None:
         """None: a session file keeps the every-turn rules. Its agent resumes it after being
@@ -181,7 +188,7 @@ class SessionSubject:
 
     def _compaction(
         self, summary: str, messages: list[Message], pending: PendingTurn
-    ) -> tuple[Record, ...]:
+    ) -> Compaction:
         index, handle = self.index, self.handle
         pending_records = [
             (read_record(handle, index.infos, number, index.source), part)
@@ -189,7 +196,7 @@ class SessionSubject:
             for number, part in index.view[view_number].pieces()
         ]
         last = index.view[-1].records[-1] if index.view else None
-        compaction = Compaction(
+        return Compaction(
             summary=summary,
             messages=messages,
             view=index.view,
@@ -202,4 +209,3 @@ class SessionSubject:
             new_id=self.around.new_id,
             read=lambda number: read_record(handle, index.infos, number, index.source),
         )
-        return tuple(index.format.compaction_records(compaction))

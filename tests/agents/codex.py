@@ -42,15 +42,22 @@ class CodexHome:
         return found[0]
 
     def configure(
-        self, server: ModelServer, auto_compact_tokens: int | None, remote_compaction: bool = False
+        self,
+        server: ModelServer,
+        auto_compact_tokens: int | None,
+        remote_compaction: bool = False,
+        builtin_provider: bool = False,
     ) -> None:
         """``remote_compaction``: the provider is named OpenAI, and Codex compacts the way it
-        does with OpenAI's own API: the model's encrypted ``compaction`` item."""
-        lines = [
-            f'model = "{MODEL}"',
-            'model_provider = "ctxpack-test"',
-            f'openai_base_url = "{server.url}/v1"',
-        ]
+        does with OpenAI's own API: the model's encrypted ``compaction`` item.
+        ``builtin_provider``: Codex's own OpenAI provider at the server, as the README points
+        Codex at ``ctxpack serve`` (``openai_base_url``): it tries a WebSocket first."""
+        lines = [f'model = "{MODEL}"', f'openai_base_url = "{server.url}/v1"']
+        if builtin_provider:
+            self.codex_home.mkdir(parents=True, exist_ok=True)
+            (self.codex_home / "config.toml").write_text("\n".join(lines) + "\n")
+            return
+        lines.insert(1, 'model_provider = "ctxpack-test"')
         if auto_compact_tokens is not None:
             lines.append(f"model_auto_compact_token_limit = {auto_compact_tokens}")
         lines += [
@@ -77,12 +84,13 @@ def run_codex(
     resume: str | None = None,
     auto_compact_tokens: int | None = None,
     remote_compaction: bool = False,
+    builtin_provider: bool = False,
     timeout: float = 120,
     wrapper: Sequence[str | Path] = (),
 ) -> AgentRun:
     """``codex exec PROMPT`` in ``cwd``: a new session, or ``resume`` one."""
     home.home.mkdir(parents=True, exist_ok=True)
-    home.configure(server, auto_compact_tokens, remote_compaction)
+    home.configure(server, auto_compact_tokens, remote_compaction, builtin_provider)
     command: list[str] = [str(agent_bin("codex")), "exec", "--skip-git-repo-check", "--json"]
     command.append("--dangerously-bypass-approvals-and-sandbox")
     if resume:

@@ -10,7 +10,11 @@ same history (Anthropic's vision page; OpenAI's and Gemini's tool-call rules):
   Chat Completions each ``tool_calls`` entry answered by the ``tool`` messages right after it;
   the Responses API each ``function_call_output`` to follow its call and each call answered;
   Gemini a turn of ``functionResponse`` parts for each turn of ``functionCall`` parts;
-- a prompt longer than the model's window (``tokens_in``, at 4 bytes a token, an image 1600).
+- a prompt longer than the model's window (``tokens_in``, at 4 bytes a token, an image 1600);
+- a Messages API message with empty content ("" or []), or an empty text block: "all messages
+  must have non-empty content". A ``system`` message that carries an ``output_config`` is Claude
+  Code's own statement of the effort (2.1.328 sends ``{"role": "system", "content": [],
+  "output_config": …}`` after its own ``/compact`` as well): its content is allowed to be empty.
 
 ``refusal(path, body, size)`` says why a request would be refused (one line), or None. The image
 dimensions are read here from the PNG header on purpose (the tests make PNGs): the server judges
@@ -109,7 +113,8 @@ def _png_size(data: bytes) -> tuple[int, int]:
 
 def _pair_problem(path: str, body: dict[str, Any]) -> str | None:
     if path == "/v1/messages":
-        return _anthropic_pairs(body.get("messages") or [])
+        messages = body.get("messages") or []
+        return _anthropic_empty(messages) or _anthropic_pairs(messages)
     if path.endswith("/chat/completions"):
         return _chat_pairs(body.get("messages") or [])
     if path == "/v1/responses":
@@ -124,6 +129,24 @@ def _blocks(message: Any, kind: str) -> list[dict[str, Any]]:
     if not isinstance(content, list):
         return []
     return [block for block in content if isinstance(block, dict) and block.get("type") == kind]
+
+
+def _anthropic_empty(messages: list[Any]) -> str | None:
+    for number, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        statement = message.get("role") == "system" and "output_config" in message
+        prefill = message.get("role") == "assistant" and number == len(messages) - 1
+        if content in ("", []) and not statement and not prefill:
+            return (
+                f"messages.{number}: all messages must have non-empty content except for the "
+                "optional final assistant message"
+            )
+        for block in _blocks(message, "text"):
+            if not str(block.get("text") or "").strip():
+                return f"messages.{number}: text content blocks must contain non-whitespace text"
+    return None
 
 
 def _anthropic_pairs(messages: list[Any]) -> str | None:
