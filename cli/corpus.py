@@ -19,7 +19,7 @@ from compactor_core.conversation.formats import dumps
 from compactor_core.ends.sources import LocalFile, RemoteObject
 
 from . import io
-from .exit_codes import ExitStatus, error_line, status_for
+from .exit_codes import ExitStatus, status_for, warn
 from .run import engine_of
 
 
@@ -45,7 +45,7 @@ def summarize(
     for part, errors in estimate_all(targets, format_name, bareagent, engine_of(listing)):
         tally.merge(part)
         for error in errors:
-            io.warn(error_line(error))
+            warn(error)
             failures.append(status_for(error))
     summary = tally.summary()
     if as_json:

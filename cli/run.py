@@ -27,7 +27,7 @@ from compactor_core.process import Target, process
 from compactor_core.settings import RunSettings
 
 from . import io, report
-from .exit_codes import ExitStatus, combined, error_line, for_each_input, status_for
+from .exit_codes import ExitStatus, combined, for_each_input, status_for, warn
 
 if TYPE_CHECKING:
     from compactor_core.providers.catalog import ProviderSettings
@@ -255,7 +255,7 @@ def _report(
         if each.warning:
             io.warn(each.warning)
         if each.error:
-            io.warn(error_line(each.error))
+            warn(each.error)
         elif out.stats:
             io.warn(report.stats_line(each))
         failures.extend(statuses)
