@@ -16,7 +16,6 @@ from typing import Any
 from compactor_core.batch.targets import DEFAULT_GLOBS, Listing, find_targets
 from compactor_core.compaction.corpus_stats import Tally, render
 from compactor_core.conversation.formats import dumps
-from compactor_core.ends.sources import LocalFile, RemoteObject
 
 from . import io
 from .exit_codes import ExitStatus, status_for, warn
@@ -26,11 +25,7 @@ from .run import engine_of
 def expand(names: Sequence[str], globs: Sequence[str]) -> tuple[str, ...]:
     """The files named and those in the folders or prefixes named, as estimate reads them."""
     listing = Listing(names, True, tuple(globs) or DEFAULT_GLOBS)
-    return tuple(_name(target.source) for target in find_targets(listing))
-
-
-def _name(source: LocalFile | RemoteObject | Any) -> str:
-    return source.url if isinstance(source, RemoteObject) else source.label
+    return tuple(target.label for target in find_targets(listing))
 
 
 def summarize(

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for_any
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,9 +39,7 @@ from .. import defaults
 from ..compaction.corpus_stats import Tally
 from ..compaction.outcome import Report
 from ..disk.atomic import fsync_directory
-from ..ends.destinations import ToFile
 from ..ends.documents import open_document
-from ..ends.sources import LocalFile, RemoteObject
 from ..errors import ClusterError, ConfigError, CtxpackError, InternalError, WorkerDied
 from ..process import Target, process
 from ..providers.base import Summarizer
@@ -180,8 +178,7 @@ def _done(
     try:
         return process(target, run, provider(), sync)
     except Exception as error:
-        bug = InternalError.of(error, target.label)
-        return Report(target.label, error=bug, written=_folder_of(target))
+        return Report(target.label, error=InternalError.of(error, target.label))
 
 
 def estimate_chunk(
@@ -237,22 +234,12 @@ def _chunks(targets: Iterable[Target], files: int, most_bytes: int) -> Iterator[
     size = 0
     for target in targets:
         chunk.append(target)
-        size += _size(target)
+        size += target.source.known_size()
         if len(chunk) >= files or size >= most_bytes:
             yield chunk
             chunk, size = [], 0
     if chunk:
         yield chunk
-
-
-def _size(target: Target) -> int:
-    source = target.source
-    if isinstance(source, RemoteObject):
-        return source.size
-    if isinstance(source, LocalFile):
-        with suppress(OSError):  # a missing file: its worker reports it
-            return os.stat(source.path).st_size
-    return 0
 
 
 # --- streaming tasks through a pool --------------------------------------------------------------
@@ -286,11 +273,7 @@ class _Died:
 
 def _folder_of(target: Target) -> str | None:
     """A local file's folder: its worker may have replaced it before it died."""
-    if isinstance(target.destination, ToFile):
-        return os.path.dirname(os.path.realpath(target.destination.path))
-    if isinstance(target.source, LocalFile):
-        return os.path.dirname(os.path.realpath(target.source.path))
-    return None
+    return target.destination.folder or target.source.folder
 
 
 def stream(
