@@ -16,21 +16,16 @@ from typing import Any
 from compactor_core.batch.targets import DEFAULT_GLOBS, Listing, find_targets
 from compactor_core.compaction.corpus_stats import Tally, render
 from compactor_core.conversation.formats import dumps
-from compactor_core.ends.sources import LocalFile, RemoteObject
 
 from . import io
-from .exit_codes import ExitStatus, error_line, status_for
+from .exit_codes import ExitStatus, status_for, warn
 from .run import engine_of
 
 
 def expand(names: Sequence[str], globs: Sequence[str]) -> tuple[str, ...]:
     """The files named and those in the folders or prefixes named, as estimate reads them."""
     listing = Listing(names, True, tuple(globs) or DEFAULT_GLOBS)
-    return tuple(_name(target.source) for target in find_targets(listing))
-
-
-def _name(source: LocalFile | RemoteObject | Any) -> str:
-    return source.url if isinstance(source, RemoteObject) else source.label
+    return tuple(target.label for target in find_targets(listing))
 
 
 def summarize(
@@ -45,7 +40,7 @@ def summarize(
     for part, errors in estimate_all(targets, format_name, bareagent, engine_of(listing)):
         tally.merge(part)
         for error in errors:
-            io.warn(error_line(error))
+            warn(error)
             failures.append(status_for(error))
     summary = tally.summary()
     if as_json:

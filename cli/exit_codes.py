@@ -8,15 +8,19 @@ prints from the core: errors, skipped inputs, summary warnings, session listings
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from enum import IntEnum
 
 from compactor_core.errors import (
+    ClusterError,
     ConfigError,
     CtxpackError,
     InputError,
     InputUnreadable,
+    InternalError,
     OutputError,
     ProviderError,
     Refused,
@@ -75,7 +79,9 @@ _STATUS_OF_ERROR: list[tuple[type[CtxpackError], ExitStatus]] = [
     (UsageError, ExitStatus.USAGE),
     (SessionInUse, ExitStatus.TEMPORARY),
     (Refused, ExitStatus.REFUSED),
-    (WorkerDied, ExitStatus.SOFTWARE),
+    (WorkerDied, ExitStatus.SOFTWARE),  # before its base class
+    (ClusterError, ExitStatus.CANT_WRITE),
+    (InternalError, ExitStatus.SOFTWARE),
 ]
 
 
@@ -98,6 +104,7 @@ _FLAG_WORDS: tuple[tuple[str, str], ...] = (
     (r"output_dir=FOLDER", "--output-dir"),
     (r"Engine\(kind='dask'\)", "--engine dask"),
     (r"plotting\(\)", "--plot"),
+    (r"\(a bug in ctxpack\)", "(a bug in ctxpack; CTXPACK_TRACEBACK=1 shows where)"),
     (r"list_sessions\(agent='([\w-]+)'\)", r"ctxpack sessions --agent \1"),
     (r"\(or give the file instead\)", "(or give the file: ctxpack restore FILE)"),
     (r"\(SnapshotStore\.select\(\) lists them\)", "(ctxpack restore --list shows them)"),
@@ -120,6 +127,18 @@ def error_line(error: CtxpackError) -> str:
     """The one line an error is reported as: its message in flag words, and the command's hint
     for a folder."""
     return in_flag_words(io.with_directory_hint(error))
+
+
+def warn(error: CtxpackError) -> None:
+    """Report ``error`` in its one line; a bug's traceback first, when CTXPACK_TRACEBACK=1."""
+    if isinstance(error, InternalError) and os.environ.get("CTXPACK_TRACEBACK") == "1":
+        sys.stderr.write(error.traceback)
+    io.warn(error_line(error))
+
+
+def internal_error(error: BaseException) -> None:
+    """Report an exception nobody expected, a bug of ctxpack, as a worker's bugs are reported."""
+    warn(InternalError.of(error))
 
 
 def status_for(error: CtxpackError) -> ExitStatus:
@@ -151,6 +170,6 @@ def for_each_input(
         except CtxpackError as error:
             if len(names) == 1:
                 raise
-            io.warn(error_line(error))
+            warn(error)
             failures.append(status_for(error))
     return failures

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterable
 from io import UnsupportedOperation
@@ -131,14 +130,3 @@ def with_directory_hint(error: CtxpackError) -> str:
     context = click.get_current_context(silent=True)
     hint = context.meta.get(_DIRECTORY_HINT) if context is not None else None
     return f"{error} ({hint})" if hint and isinstance(error, IsADirectory) else str(error)
-
-
-def internal_error(error: BaseException) -> None:
-    """Report a bug in one line; the traceback only when CTXPACK_TRACEBACK=1 asks for it."""
-    if os.environ.get("CTXPACK_TRACEBACK") == "1":
-        import traceback  # only for this, not at every start
-
-        traceback.print_exception(error, file=sys.stderr)
-    detail = " ".join(str(error).split())[:300]  # one line, whatever the message holds
-    what = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
-    warn(f"internal error: {what} (a bug in ctxpack; CTXPACK_TRACEBACK=1 shows where)")

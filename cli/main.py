@@ -13,7 +13,15 @@ import click
 from compactor_core.errors import CtxpackError
 
 from . import io, options, resolve
-from .exit_codes import TABLE, ExitStatus, combined, error_line, for_each_input, status_for
+from .exit_codes import (
+    TABLE,
+    ExitStatus,
+    combined,
+    for_each_input,
+    internal_error,
+    status_for,
+    warn,
+)
 
 if TYPE_CHECKING:
     from compactor_core.compaction.estimate import Counter
@@ -64,7 +72,7 @@ class CtxpackGroup(click.Group):
             io.warn("interrupted")
             sys.exit(ExitStatus.INTERRUPTED)
         except Exception as error:  # a bug of ctxpack: one line and 70, never a traceback
-            io.internal_error(error)
+            internal_error(error)
             sys.exit(ExitStatus.SOFTWARE)
         sys.exit(status if isinstance(status, int) else ExitStatus.OK)
 
@@ -72,7 +80,7 @@ class CtxpackGroup(click.Group):
         try:
             return super().invoke(ctx)
         except CtxpackError as error:
-            io.warn(error_line(error))
+            warn(error)
             ctx.exit(status_for(error))
         except BrokenPipeError:
             _silence_stdout()

@@ -27,7 +27,7 @@ from compactor_core.process import Target, process
 from compactor_core.settings import RunSettings
 
 from . import io, report
-from .exit_codes import ExitStatus, combined, error_line, for_each_input, status_for
+from .exit_codes import ExitStatus, combined, for_each_input, status_for, warn
 
 if TYPE_CHECKING:
     from compactor_core.providers.catalog import ProviderSettings
@@ -204,30 +204,16 @@ def _batch(
     provider: ProviderSettings,
     engine: Any,
 ) -> None:
-    from compactor_core.batch.engines import run_all
-    from compactor_core.batch.targets import (
-        DEFAULT_GLOBS,
-        Listing,
-        clean_up_after_killed_runs,
-        find_targets,
-    )
+    from compactor_core.batch.start import start_batch
+    from compactor_core.batch.targets import DEFAULT_GLOBS
 
-    snapshots = run.snapshots
-    skip = [snapshots.location] if snapshots is not None else []
-    listing = Listing(names, out.recursive, out.globs or DEFAULT_GLOBS, out.output_dir, skip)
-    if not listing.local:
-        from compactor_core.ends.destinations import settings_key
-
-        listing = replace(listing, settings_key=settings_key(run, provider))
-    targets = find_targets(listing)
-    total = len(targets) if isinstance(targets, list) else None
-    if total is not None and not out.dry_run:  # a dry run writes (and deletes) nothing
-        clean_up_after_killed_runs(targets, skip)
-    measure = out.stats or out.json_report or out.dry_run or total != 1
-    run = replace(run, measure=measure)
+    run = replace(run, measure=out.stats or out.json_report or out.dry_run)
+    globs = out.globs or DEFAULT_GLOBS
+    listing = {"recursive": out.recursive, "globs": globs, "output_dir": out.output_dir}
+    batch = start_batch(names, run, provider, engine, **listing)
     stop = threading.Event()  # --fail-fast: start nothing more, report what is in progress
-    reports = report.with_progress(run_all(targets, run, provider, engine, stop), total)
-    _report(reports, total, run, out, stop)
+    reports = report.with_progress(batch.reports(stop), batch.total)
+    _report(reports, batch.total, run, out, stop)
 
 
 def _report(
@@ -255,7 +241,7 @@ def _report(
         if each.warning:
             io.warn(each.warning)
         if each.error:
-            io.warn(error_line(each.error))
+            warn(each.error)
         elif out.stats:
             io.warn(report.stats_line(each))
         failures.extend(statuses)

@@ -11,7 +11,9 @@
     ├── Refused               not done, to keep the user's data safe (exit 77)
     │   ├── UnsafeLocation    ... a snapshot folder others could change or plant files in
     │   └── WouldDrop         ... a restore that would drop what was added after the run
-    ├── WorkerDied            a batch worker process died before the file was done (exit 70)
+    ├── ClusterError          the batch engine failed: workers kept dying, a lost cluster (exit 74)
+    │   └── WorkerDied        ... a local worker process died before the file was done (exit 70)
+    ├── InternalError         an exception ctxpack did not expect, in a worker: a bug (exit 70)
     └── ProviderError         the summary provider failed (exit 69 under --strict)
         ├── RetryableProviderError   ... in a way worth retrying: timeout, 429, 5xx (exit 75)
         └── SummaryCutOff            the summary stopped at max_tokens (kept unless --strict)
@@ -109,12 +111,43 @@ class SummaryCutOff(ProviderError):
         self.summary = summary
 
 
-class WorkerDied(CtxpackError):
-    """A batch worker process died (killed, out of memory) before this file was reported.
+class ClusterError(CtxpackError):
+    """The batch engine itself could not finish a task: a worker killed again and again, a lost
+    connection to the cluster, a timeout. Never raised for what a task's own code raised."""
+
+
+class WorkerDied(ClusterError):
+    """A local batch worker process died (killed, out of memory) before this file was reported.
 
     The file itself is whole: every write is an atomic rename, so it holds its old version or,
     if the worker got that far, its new one.
     """
+
+
+class InternalError(CtxpackError):
+    """An exception ctxpack did not expect, caught where a batch worker did an input: a bug of
+    ctxpack, reported as that input's failure so that the batch goes on with the others.
+
+    ``traceback`` is where it was raised, as text: a traceback does not cross to the parent
+    process, and only the front end knows whether its user asked to see it.
+    """
+
+    def __init__(self, message: str, traceback: str = "") -> None:
+        super().__init__(message)
+        self.traceback = traceback
+
+    @classmethod
+    def of(cls, error: BaseException, label: str | None = None) -> InternalError:
+        """The bug ``error`` in one line, named by the input ``label`` it happened on."""
+        from traceback import format_exception  # only when there is a bug to tell
+
+        detail = " ".join(str(error).split())[:300]  # one line, whatever the message holds
+        what = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
+        named = f"{label}: " if label else ""
+        where = "".join(format_exception(error))
+        bug = cls(f"{named}internal error: {what} (a bug in ctxpack)", where)
+        bug.__cause__ = error  # in this process, the original stays in the chain
+        return bug
 
 
 @contextmanager

@@ -9,14 +9,13 @@ input is part of its report, so a batch goes on with the next one.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .compaction.outcome import Report
-from .compaction.pipeline import SnapshotKeeper, decide
-from .ends.destinations import Destination, InPlace
-from .ends.documents import Document, MessagesDocument, open_document
-from .ends.sources import LocalFile, RemoteObject, Source
+from .compaction.pipeline import Keeper, decide
+from .ends.destinations import Destination
+from .ends.documents import Document, open_document
+from .ends.sources import Source
 from .errors import CtxpackError
 from .settings import RunSettings
 
@@ -35,6 +34,11 @@ class Target:
     @property
     def label(self) -> str:
         return self.source.label
+
+    @property
+    def snapshot_session(self) -> str:
+        """The session id its snapshots are kept under."""
+        return self.session_id or self.source.session_id()
 
 
 def process(
@@ -57,14 +61,15 @@ def process(
 def _process(
     target: Target, run: RunSettings, provider: Summarizer | None, sync_directory: bool
 ) -> Report:
-    source, destination = _with_version(target.source), target.destination
+    source, destination = target.source.with_version(), target.destination
     skipped = destination.current(source)
     if skipped is not None:
         return replace(skipped, label=target.label)
     with open_document(source, run.format) as document:
         destination.prepare(document, run)
-        # a session file compacted in place still holds every record: its summary names it
-        named = document.path if isinstance(destination, InPlace) else None
+        # in place (the destination keeps the input), a session file still holds every record:
+        # its summary names it
+        named = document.origin.path if destination.keeps_input else None
         subject = document.subject(run, run.time(), named)
         keeper = _keeper(document, target, run)
         outcome = decide(run, subject, provider, keeper)
@@ -80,44 +85,10 @@ def _process(
     )
 
 
-def _with_version(source: Source) -> Source:
-    """An object named directly (not listed) is asked for its version first: a re-run compares
-    it, and an in-place write checks that nobody replaced the object meanwhile."""
-    if isinstance(source, RemoteObject) and not source.version:
-        from .ends.object_store import stat
-
-        return replace(source, version=stat(source.url).version)
-    return source
-
-
-def _keeper(document: Document, target: Target, run: RunSettings) -> SnapshotKeeper | None:
-    """Who keeps a conversation's input and result when a summary replaces its history.
-
-    A file changed in place keeps its original when it is replaced (a link to its old inode), so
-    only the result is saved here; any other input is saved as it was read, before the model is
-    asked (SPEC §3.3). A session file's summary is appended to it: its result is the file itself.
-    """
-    snapshots = run.snapshots
-    if snapshots is None or not isinstance(document, MessagesDocument):
+def _keeper(document: Document, target: Target, run: RunSettings) -> Keeper | None:
+    """Who keeps the input and the result when a summary replaces the history (the document
+    says; no one without a snapshot store)."""
+    if run.snapshots is None:
         return None
-    original = None if target.destination.keeps_input else document.data
-    return SnapshotKeeper(
-        snapshots,
-        target.session_id or _session_id(target.source),
-        document.conversation,
-        run.settings,
-        original,
-        Path(document.path) if document.path else None,
-    )
-
-
-def _session_id(source: Source) -> str:
-    from .snapshots.base import session_id_for_file, session_id_for_url
-
-    if isinstance(source, LocalFile):
-        return session_id_for_file(Path(source.path))
-    if isinstance(source, RemoteObject):
-        return session_id_for_url(source.url)
-    from .defaults import SESSION_ID
-
-    return SESSION_ID
+    keeps_input = target.destination.keeps_input
+    return document.snapshot_keeper(run.snapshots, target.snapshot_session, run, keeps_input)

@@ -43,7 +43,7 @@ def rescued(data: bytes, job: RunSettings = RESCUE) -> tuple[bytes, object]:
     with open_document(Given(data, "<session>")) as document:
         subject = document.subject(job)
         outcome = decide(job, subject)
-        return b"".join(document.result_chunks(subject)), outcome
+        return b"".join(subject.result_chunks()), outcome
 
 
 def session_problems(data: bytes, format_name: str) -> set[str]:

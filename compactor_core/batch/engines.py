@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for_any
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,10 +39,8 @@ from .. import defaults
 from ..compaction.corpus_stats import Tally
 from ..compaction.outcome import Report
 from ..disk.atomic import fsync_directory
-from ..ends.destinations import ToFile
 from ..ends.documents import open_document
-from ..ends.sources import LocalFile, RemoteObject
-from ..errors import ConfigError, CtxpackError, OutputError, WorkerDied
+from ..errors import ClusterError, ConfigError, CtxpackError, InternalError, WorkerDied
 from ..process import Target, process
 from ..providers.base import Summarizer
 from ..providers.catalog import ProviderSettings
@@ -56,10 +54,6 @@ DASK_CHUNK_FILES = 32  # a task on a cluster costs more to send: bigger chunks
 DASK_CHUNK_BYTES = 4 * 1024 * 1024
 Item = TypeVar("Item")
 Result = TypeVar("Result")
-
-
-class ClusterError(OutputError):
-    """The cluster could not finish a task (its workers kept dying, or it went away)."""
 
 
 @dataclass(frozen=True)
@@ -129,7 +123,7 @@ def _local(
     for target in targets:
         if stop.is_set():
             return
-        yield process(target, run, summarizer, sync_directory=False)
+        yield _done(target, run, lambda: summarizer, sync=False)
 
 
 def estimate_all(
@@ -167,12 +161,24 @@ def do_chunk(
     chunk: Sequence[Target], run: RunSettings, provider: ProviderSettings, sync: bool
 ) -> list[Report]:
     """Do each input of a chunk (the task a worker process or a Dask worker runs)."""
-    return [process(target, run, _provider(run, provider), sync) for target in chunk]
+    return [_done(target, run, lambda: _provider(run, provider), sync) for target in chunk]
 
 
 def _do_with(chunk: Sequence[Target], run: RunSettings, provider: Summarizer) -> list[Report]:
     """Do each input with a provider already built (threads share it)."""
-    return [process(target, run, provider, sync_directory=False) for target in chunk]
+    return [_done(target, run, lambda: provider, sync=False) for target in chunk]
+
+
+def _done(
+    target: Target, run: RunSettings, provider: Callable[[], Summarizer | None], sync: bool
+) -> Report:
+    """The report of ``target``. What ``process`` does not report is an exception nobody
+    expected: a bug, told as this input's failure (``InternalError``), so that the batch goes on
+    and the engine's own failures (``ClusterError``) stay apart from it."""
+    try:
+        return process(target, run, provider(), sync)
+    except Exception as error:
+        return Report(target.label, error=InternalError.of(error, target.label))
 
 
 def estimate_chunk(
@@ -186,6 +192,8 @@ def estimate_chunk(
                 tally.add(target.label, document.tokens(compat=compat))
         except CtxpackError as error:
             errors.append(error)
+        except Exception as error:  # a bug: told as this input's, as ``_done`` tells it
+            errors.append(InternalError.of(error, target.label))
     return tally, errors
 
 
@@ -226,22 +234,12 @@ def _chunks(targets: Iterable[Target], files: int, most_bytes: int) -> Iterator[
     size = 0
     for target in targets:
         chunk.append(target)
-        size += _size(target)
+        size += target.source.known_size()
         if len(chunk) >= files or size >= most_bytes:
             yield chunk
             chunk, size = [], 0
     if chunk:
         yield chunk
-
-
-def _size(target: Target) -> int:
-    source = target.source
-    if isinstance(source, RemoteObject):
-        return source.size
-    if isinstance(source, LocalFile):
-        with suppress(OSError):  # a missing file: its worker reports it
-            return os.stat(source.path).st_size
-    return 0
 
 
 # --- streaming tasks through a pool --------------------------------------------------------------
@@ -275,11 +273,7 @@ class _Died:
 
 def _folder_of(target: Target) -> str | None:
     """A local file's folder: its worker may have replaced it before it died."""
-    if isinstance(target.destination, ToFile):
-        return os.path.dirname(os.path.realpath(target.destination.path))
-    if isinstance(target.source, LocalFile):
-        return os.path.dirname(os.path.realpath(target.source.path))
-    return None
+    return target.destination.folder or target.source.folder
 
 
 def stream(
@@ -321,11 +315,13 @@ def stream(
 
 
 def _result(future: Any) -> Any:
+    """A task's result. Its own failures are in its reports (``_done``): what is raised here is
+    the engine's (a worker killed again and again, a lost scheduler, a timeout)."""
     try:
         return future.result()
     except (CtxpackError, BrokenProcessPool):
         raise
-    except Exception as error:  # a worker that kept dying (KilledWorker), a lost scheduler
+    except Exception as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ClusterError(f"the cluster could not finish a task: {reason}") from None
 

@@ -141,10 +141,8 @@ def clean_up_after_killed_runs(targets: Sequence[Target], extra: Sequence[str] =
     """Remove temporary files that runs killed midway left beside these local files."""
     directories = {Path(path) for path in extra if not is_url(path)}
     for target in targets:
-        if isinstance(target.source, LocalFile):
-            directories.add(target.source.path.parent)
-        if isinstance(target.destination, ToFile):
-            directories.add(target.destination.path.parent)
+        folders = (target.source.folder, target.destination.folder)
+        directories.update(Path(folder) for folder in folders if folder is not None)
     return sum(remove_stale_temp_files(directory) for directory in directories)
 
 
@@ -170,9 +168,8 @@ def _listed_targets(listing: Listing) -> Iterator[Target]:
             yield from _under(name, listing, skipped)
             continue
         destination = _destination(listing, name.rstrip("/").rsplit("/", 1)[-1])
-        if isinstance(destination, ToObject | ToFile):
-            where = destination.url if isinstance(destination, ToObject) else destination.path
-            _claim(claimed, _plain(str(where)), name, _plain(name))
+        if destination.output_name is not None:
+            _claim(claimed, _plain(destination.output_name), name, _plain(name))
         yield Target(_source(name), destination)
 
 

@@ -8,7 +8,7 @@ A report crosses back from a worker process cheaply: it never holds the conversa
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .status import Status
 
@@ -51,9 +51,9 @@ class Report:
     copied: str | None = None  # why its original was copied into the snapshots, not linked
 
     @classmethod
-    def of(cls, label: str, outcome: Outcome, **details: object) -> Report:
+    def of(cls, label: str, outcome: Outcome, **details: Any) -> Report:
         """The report of a done input; its outcome without the conversation."""
-        return cls(label, replace(outcome, conversation=None), **details)  # type: ignore[arg-type]
+        return cls(label, replace(outcome, conversation=None), **details)
 
     @property
     def changed(self) -> bool:

@@ -14,11 +14,11 @@ conversation. The input is never modified.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
-from ..conversation.formats import Conversation, Message
+from ..conversation.formats import Conversation, Message, dump
 from ..defaults import SESSION_ID
 from ..errors import ProviderError
 from ..settings import RunSettings, Settings
@@ -71,6 +71,9 @@ class Subject(Protocol):
     ) -> Outcome | None:
         """``auto`` by the cache-aware policy (``cache_policy.py``); None where the subject keeps
         the every-turn rules (a session file: its agent resumes it when the cache is cold)."""
+
+    def result_chunks(self, pretty: bool = False) -> Iterator[bytes]:
+        """The bytes of the result, as every destination writes them."""
 
 
 class Keeper(Protocol):
@@ -333,6 +336,10 @@ class MessagesSubject:
             tokens_after=tokens,
             snapshots=tuple(taken),
         )
+
+    def result_chunks(self, pretty: bool = False) -> Iterator[bytes]:
+        """The result, written anew (a filter's output: ``pretty`` applies)."""
+        yield dump(self.result, pretty)
 
     def _take(self, messages: list[Message]) -> None:
         self.result = self.input.with_messages(messages)

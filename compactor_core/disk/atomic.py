@@ -304,15 +304,14 @@ def remove_stale_temp_files(directory: Path | int) -> int:
         names = [name for name in os.listdir(directory) if name.endswith(TEMP_SUFFIX)]
     except OSError:
         return 0
-    folder = directory if isinstance(directory, int) else None
     for name in names:
         match = re.fullmatch(_TEMP_NAME, name)
         if match and not _process_alive(int(match["pid"])):
             with contextlib.suppress(OSError):
-                if folder is None:
-                    _remove(os.path.join(directory, name))  # type: ignore[arg-type]
+                if isinstance(directory, int):
+                    os.unlink(name, dir_fd=directory)
                 else:
-                    os.unlink(name, dir_fd=folder)
+                    _remove(os.path.join(directory, name))
                 removed += 1
     return removed
 

@@ -1,13 +1,16 @@
 """Where a result goes: a stream, a file, an object at a URL, or back over the input (in place).
 
-Each destination answers the same four questions for any document (a conversation of messages
-or an agent's session file), so that one path (``process.process``) serves every input:
+Each destination answers the same questions for any document (a conversation of messages or an
+agent's session file), so that one path (``process.process``) serves every input:
 
 - ``current``: is its result already there? (an output object records what it was made from);
 - ``prepare``: may the input be used at all? (in place: writable, not in use by its agent);
 - ``keeps_input``: does it keep the input itself? (in place it does: the original is linked into
   the snapshot store when the file is replaced, so nothing is saved before the model is asked);
-- ``write``: write the result; return the folder written into (its fsync may wait) and a warning.
+- ``write``: write the result; return the folder written into (its fsync may wait) and a warning;
+- ``output_name`` and ``folder``: the file or object written, and a local file's folder.
+
+In place, the document itself knows how it is written over where it was read (``origins``).
 
 Decisions (also in the README): a stream and ``-o`` get the result written anew (a filter's
 output, ``--pretty`` applies); a file of an output folder mirrors its input: unchanged, it is the
@@ -22,37 +25,28 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ..compaction.outcome import Outcome, Report
 from ..compaction.pipeline import Subject
 from ..disk.atomic import NEW_FILE_MODE, atomic_write_chunks
-from ..errors import OutputError, SessionInUse, UsageError, reading
+from ..errors import OutputError, UsageError
 from ..settings import RunSettings
-from .documents import Document, MessagesDocument, file_version
-from .sources import LocalFile, RemoteObject, Source
+from .documents import Document
+from .origins import NOTHING_WRITTEN, SETTINGS, SOURCE, TOKENS, Written, record
+from .sources import Source
 
 if TYPE_CHECKING:
     from ..providers.catalog import ProviderSettings
-    from ..snapshots.base import Snapshots
-
-
-class Written(NamedTuple):
-    folder: str | None = None  # the folder a file was written into, for its fsync
-    warning: str | None = None  # the agent's own index of the session could not be updated, …
-    copied: str | None = None  # why the original was copied into the snapshots, not linked
-
-
-NOTHING_WRITTEN = Written()
-# What an object written by a batch records of its making (S3 metadata): a re-run skips it.
-SOURCE, SETTINGS, TOKENS = "ctxpack-source", "ctxpack-settings", "ctxpack-tokens"
 
 
 class _Elsewhere:
     """What a destination that writes the result somewhere new does by default: the input is
-    not kept, nothing is current already, nothing to check before the run."""
+    not kept, nothing is current already, nothing to check before the run, no file named."""
 
     keeps_input = False
+    output_name: str | None = None  # the file or object the result is written to
+    folder: str | None = None  # the local folder it is written into
 
     def current(self, source: Source) -> Report | None:
         return None
@@ -82,7 +76,7 @@ class ToStream(_Elsewhere):
     def write(
         self, document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool
     ) -> Written:
-        self.write_chunks(document.result_chunks(subject, run.pretty))
+        self.write_chunks(subject.result_chunks(run.pretty))
         return NOTHING_WRITTEN
 
 
@@ -94,14 +88,22 @@ class ToFile(_Elsewhere):
     path: Path
     mirror: bool = False
 
+    @property
+    def output_name(self) -> str:
+        return str(self.path)
+
+    @property
+    def folder(self) -> str:
+        return os.path.dirname(os.path.realpath(self.path))
+
     def write(
         self, document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool
     ) -> Written:
         if not self.mirror:
-            chunks = document.result_chunks(subject, run.pretty)
+            chunks = subject.result_chunks(run.pretty)
             return Written(str(atomic_write_chunks(self.path, chunks, sync_directory=sync)))
         chunks = _mirrored(document, subject, outcome, run)
-        if isinstance(document, MessagesDocument):
+        if document.in_memory:
             data = b"".join(chunks)
             if _holds(self.path, data):
                 return NOTHING_WRITTEN  # a re-run: the result is already there
@@ -112,8 +114,8 @@ class ToFile(_Elsewhere):
             raise OutputError(f"{self.path}: cannot write: {error.filename} is a file") from None
         except OSError as error:
             raise OutputError(f"{self.path}: cannot write: {error.strerror or error}") from None
-        mode = document.status.st_mode & 0o7777 if document.status else NEW_FILE_MODE
-        return Written(str(atomic_write_chunks(self.path, chunks, mode, sync)))
+        mode = document.origin.mode
+        return Written(str(atomic_write_chunks(self.path, chunks, mode or NEW_FILE_MODE, sync)))
 
 
 @dataclass(frozen=True)
@@ -125,10 +127,14 @@ class ToObject(_Elsewhere):
     mirror: bool = False
     settings_key: str = ""
 
+    @property
+    def output_name(self) -> str:
+        return self.url
+
     def current(self, source: Source) -> Report | None:
         if not self.mirror:
             return None
-        return _current(self.url, self.settings_key, _version(source))
+        return _current(self.url, self.settings_key, source.current_version())
 
     def write(
         self, document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool
@@ -136,128 +142,46 @@ class ToObject(_Elsewhere):
         from . import object_store as storage
 
         if not self.mirror:
-            storage.write(self.url, b"".join(document.result_chunks(subject, run.pretty)))
+            storage.write(self.url, b"".join(subject.result_chunks(run.pretty)))
             return NOTHING_WRITTEN
         data = b"".join(_mirrored(document, subject, outcome, run))
-        storage.write(self.url, data, _record(document.version, self.settings_key, outcome))
+        storage.write(self.url, data, record(document.origin.version, self.settings_key, outcome))
         return NOTHING_WRITTEN
 
 
 @dataclass(frozen=True)
 class InPlace:
-    """Back over the input: a local file (SPEC §6, §8.4) or an object at a URL."""
+    """Back over the input: a local file (SPEC §6, §8.4) or an object at a URL. How is the
+    document's to say (``Document.check_in_place`` and ``write_in_place``)."""
 
     settings_key: str = ""  # an object rewritten in place records it, so a re-run skips it
     keeps_input = True
+    output_name = None  # the input itself
+    folder = None  # the input's
 
     def current(self, source: Source) -> Report | None:
-        if isinstance(source, RemoteObject):
-            return _current(source.url, self.settings_key, None)
-        return None
+        """An object rewritten in place records what made it: a re-run skips it."""
+        return None if source.url is None else _current(source.url, self.settings_key, None)
 
     def prepare(self, document: Document, run: RunSettings) -> None:
-        if document.status is None:  # an object: nothing more to check before it is read
-            return
-        from ..disk.replace import check_writable
-
-        check_writable(document.status, document.label)
-        if document.guarded and not run.dry_run:
-            from ..session_files.in_use import refuse_in_use
-
-            path = Path(document.path or "")
-            refuse_in_use(
-                document.label,
-                document.status,
-                run,
-                lambda: _rewritten_by_us(run.snapshots, path, document.status),
-            )
-        if not run.dry_run:
-            busy = document.busy(run)  # the agent's own signs: Cline's status, OpenCode's
-            if busy:
-                raise SessionInUse(
-                    f"{document.label}: in use by its agent ({busy}): skipped, see force=True"
-                )
+        document.check_in_place(run)
 
     def write(
         self, document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool
     ) -> Written:
         if not outcome.changed:
             return NOTHING_WRITTEN
-        if document.path is None:
-            return self._write_object(document, subject, outcome, run)
-        if document.rewrites_itself:  # a database: changed by one transaction, not a rename
-            return Written(warning=document.write_in_place(subject, outcome.tokens_before, run))
-        return _replace_local(document, subject, outcome, run, sync)
-
-    def _write_object(
-        self, document: Document, subject: Subject, outcome: Outcome, run: RunSettings
-    ) -> Written:
-        from ..snapshots.base import session_id_for_url
-        from . import object_store as storage
-
-        name, data = document.label, b"".join(document.input_chunks())
-        version = document.version
-        snapshots = run.snapshots
-        if snapshots is not None:
-            details = document.details(outcome.tokens_before)
-            snapshots.save_original(session_id_for_url(name), data, details)
-        if run.backup_suffix:
-            storage.write(name + run.backup_suffix, data)
-        if storage.stat(name).version != version:
-            raise OutputError(f"{name}: file changed while it was being compacted, left as is")
-        result = b"".join(document.result_chunks(subject, run.pretty))
-        storage.write(name, result, _record(version, self.settings_key, outcome))
-        return NOTHING_WRITTEN
+        return document.write_in_place(subject, outcome, run, sync, self.settings_key)
 
 
 Destination = ToStream | ToFile | ToObject | InPlace
-
-
-def _replace_local(
-    document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool
-) -> Written:
-    """Replace a local file by its result, the original kept (``files.replace``)."""
-    from ..disk.replace import FileState, Replacement, replace
-    from ..session_files.in_use import writer_check
-
-    assert document.path is not None and document.status is not None
-    assert document.opened is not None
-    how = Replacement(
-        document.label,
-        run.snapshots,
-        document.details(outcome.tokens_before),
-        _sha256(document),
-        run.backup_suffix,
-        writer=writer_check(run.proc) if document.guarded else None,
-    )
-    path = Path(document.path)
-    chunks = document.result_chunks(subject, run.pretty)
-    replaced = replace(path, document.opened, FileState.of(document.status), chunks, how, sync)
-    notes = [note for note in (document.after_replace(path), replaced.note) if note]
-    return Written(replaced.folder, "; ".join(notes) or None, replaced.copied)
-
-
-def _rewritten_by_us(snapshots: Snapshots | None, path: Path, status: os.stat_result) -> bool:
-    """Whether the file's last change was ctxpack's own rewrite, as its snapshot recorded it."""
-    if snapshots is None:
-        return False
-    last = snapshots.last_rewrite(path)
-    return last is not None and last.rewritten is not None and last.rewritten.is_now(status)
-
-
-def _sha256(document: Document) -> str | None:
-    """The hash of the bytes read, for a document held in memory (a session file's is made
-    from its snapshot)."""
-    if isinstance(document, MessagesDocument):
-        return hashlib.sha256(document.data).hexdigest()
-    return None
 
 
 def _mirrored(
     document: Document, subject: Subject, outcome: Outcome, run: RunSettings
 ) -> Iterable[bytes]:
     if outcome.changed:
-        return document.result_chunks(subject, run.pretty)
+        return subject.result_chunks(run.pretty)
     return document.input_chunks()
 
 
@@ -271,27 +195,17 @@ def _holds(path: Path, data: bytes) -> bool:
 # --- objects: what an output records of its making -----------------------------------------------
 
 
-def _version(source: Source) -> str:
-    """The version of an input, as the document read from it will tell it (``file_version``)."""
-    if isinstance(source, RemoteObject):
-        return source.version
-    if isinstance(source, LocalFile):
-        with reading(source.label):
-            return file_version(os.stat(source.path))
-    return ""
-
-
 def _current(name: str, key: str, source_version: str | None) -> Report | None:
     """The report of a skipped input, if the output at ``name`` is current; None if it must be
     done. ``source_version`` None: the output is the input itself (in place)."""
     from . import object_store as storage
 
-    record = storage.metadata(name)
-    if record.get(SETTINGS) != key:
+    made = storage.metadata(name)
+    if made.get(SETTINGS) != key:
         return None
-    if source_version is not None and record.get(SOURCE) != source_version:
+    if source_version is not None and made.get(SOURCE) != source_version:
         return None  # the input changed since its output was made
-    before, _, after = record.get(TOKENS, "").partition(" ")
+    before, _, after = made.get(TOKENS, "").partition(" ")
     outcome = Outcome(
         tokens_before=int(before) if before.isdigit() else None,
         tokens_after=int(after) if after.isdigit() else None,
@@ -311,8 +225,3 @@ def settings_key(run: RunSettings, provider: ProviderSettings) -> str:
     who = (provider.name, provider.model, provider.base_url, provider.command)
     text = repr((release, run.command, run.settings, run.pretty, who))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
-
-
-def _record(source_version: str, key: str, outcome: Outcome) -> dict[str, str]:
-    tokens = f"{outcome.tokens_before} {outcome.tokens_after}"
-    return {SOURCE: source_version, SETTINGS: key, TOKENS: tokens}

@@ -3,7 +3,8 @@
 ``open_document`` reads a source and tells which it is (SPEC §8.1: from the content, or as
 ``--format`` says). Every kind answers the same questions, so every command treats them alike:
 their estimate, their breakdown, the ``Subject`` a command is decided on (``pipeline.decide``),
-and the bytes of the result, as a stream. A session file is indexed, never held whole; a
+who keeps its snapshots, and how its result is written over it in place. Each is built whole,
+from what was read and where (its ``origin``). A session file is indexed, never held whole; a
 conversation of messages is parsed in memory; a session an agent keeps in one JSON document or
 in a database (``StoreDocument``) is read whole, its records seen as a session file's lines.
 
@@ -21,51 +22,73 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .. import defaults
 from ..compaction.estimate import HEURISTIC, Counter, breakdown, estimate
-from ..conversation.formats import UTF8_BOM, Conversation, dump, parse
-from .sources import LocalFile, RemoteObject, Source
+from ..conversation.formats import UTF8_BOM, Conversation, parse
+from .origins import Origin, Written
+from .sources import Source
 
 if TYPE_CHECKING:
     from datetime import datetime
     from pathlib import Path
 
-    from ..compaction.pipeline import MessagesSubject, Subject
+    from ..compaction.outcome import Outcome
+    from ..compaction.pipeline import MessagesSubject, SnapshotKeeper, Subject
     from ..session_files.base import AgentFormat
-    from ..session_files.compact import SessionSubject
+    from ..session_files.compact import SessionSubject, StoredSubject, Surroundings
     from ..session_files.index import SessionIndex
+    from ..session_files.rescue import Repairs
     from ..session_files.stores import SessionStore
     from ..settings import RunSettings
-    from ..snapshots.base import Details
+    from ..snapshots.base import Details, Snapshots
 
 MESSAGES, AUTO = defaults.MESSAGES_FORMAT, defaults.AUTO_FORMAT
 _SNIFF_BYTES = 4096
 
 
-class _Read:
-    """Where a document came from, when it is a local file (set by ``open_document``)."""
+class _Document:
+    """What every kind of document has: where it was read from, and what it does by default."""
 
-    path: str | None = None  # the real file, symbolic links resolved
-    status: os.stat_result | None = None  # its status when it was opened
-    opened: int | None = None  # its descriptor, open while the document is: the inode read
-    version: str = ""  # which version of the input it is (an object's ETag), if known
-    rewrites_itself = False  # changed in place by itself (a database), not replaced by a file
+    guarded = False  # an agent may be writing it: never rewritten while in use (SPEC §8.4)
+    in_memory = False  # held whole in memory: its result is compared and hashed whole
+
+    def __init__(self, origin: Origin) -> None:
+        self.origin = origin
+        self.label = origin.label
 
     def busy(self, rules: RunSettings) -> str | None:
         """Why its agent is using it now, by the agent's own signs (beyond the file's)."""
         return None
 
-    def write_in_place(self, subject: Subject, tokens: int | None, run: RunSettings) -> str | None:
-        """Change itself in place (where ``rewrites_itself``); a warning line, if any."""
-        raise NotImplementedError(f"{type(self).__name__} is replaced, it does not rewrite itself")
+    def check_in_place(self, run: RunSettings) -> None:
+        """Refuse to be written over where it may not be (``InPlace.prepare``)."""
+        self.origin.check_in_place(self, run)
+
+    def write_in_place(
+        self, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool, settings_key: str
+    ) -> Written:
+        """Write the result over the input, where it was read from (``InPlace.write``)."""
+        return self.origin.write_back(self, subject, outcome, run, sync, settings_key)
+
+    def snapshot_keeper(
+        self, snapshots: Snapshots, session_id: str, run: RunSettings, keeps_input: bool
+    ) -> SnapshotKeeper | None:
+        """Who keeps the input and the result in ``snapshots`` when a summary replaces the
+        history (SPEC §3.3); None by default: a session file's summary is appended to it, so
+        its result is the file itself, and its original is kept when the file is replaced."""
+        return None
+
+    def after_replace(self, path: Path) -> str | None:
+        """What the input's agent needs once its file was replaced; a warning line, if any."""
+        return None
 
 
-class MessagesDocument(_Read):
+class MessagesDocument(_Document):
     """A conversation of messages (SPEC §6): an array, a request envelope, or JSONL."""
 
-    guarded = False  # no agent is writing it: the in-use rules are for session files
+    in_memory = True
 
-    def __init__(self, data: bytes, label: str) -> None:
+    def __init__(self, data: bytes, origin: Origin) -> None:
+        super().__init__(origin)
         self.data = data
-        self.label = label
         self._conversation: Conversation | None = None
 
     @property
@@ -101,27 +124,36 @@ class MessagesDocument(_Read):
 
         return Details(self.shape, len(self.conversation.messages), tokens)
 
-    def result_chunks(self, subject: Subject, pretty: bool = False) -> Iterator[bytes]:
-        """The result, written anew (a filter's output: ``--pretty`` applies)."""
-        yield dump(subject.result, pretty)  # type: ignore[attr-defined]
-
     def input_chunks(self) -> Iterator[bytes]:
         """The input exactly as it was read."""
         yield self.data
 
-    def after_replace(self, path: Path) -> str | None:
-        return None
+    def snapshot_keeper(
+        self, snapshots: Snapshots, session_id: str, run: RunSettings, keeps_input: bool
+    ) -> SnapshotKeeper:
+        """Its input (unless the destination keeps it: in place, the original is linked when
+        the file is replaced) is kept as it was read before the model is asked, its result
+        after (SPEC §3.3)."""
+        from pathlib import Path
+
+        from ..compaction.pipeline import SnapshotKeeper
+
+        original = None if keeps_input else self.data
+        path = Path(self.origin.path) if self.origin.path else None
+        return SnapshotKeeper(
+            snapshots, session_id, self.conversation, run.settings, original, path
+        )
 
 
-class SessionDocument(_Read):
+class SessionDocument(_Document):
     """An agent's session file (SPEC §8), open for reading: indexed when first needed."""
 
-    guarded = True  # its agent may be writing it: never rewritten while in use (SPEC §8.4)
+    guarded = True
 
-    def __init__(self, handle: BinaryIO, agent_format: AgentFormat, label: str) -> None:
+    def __init__(self, handle: BinaryIO, agent_format: AgentFormat, origin: Origin) -> None:
+        super().__init__(origin)
         self.handle = handle
         self.format = agent_format
-        self.label = label
         self._index: SessionIndex | None = None
 
     @property
@@ -163,29 +195,28 @@ class SessionDocument(_Read):
         name) stamp what a full compaction appends."""
         from pathlib import Path
 
-        from ..session_files.compact import SessionSubject, Surroundings
+        from ..session_files.compact import Surroundings
+        from ..session_files.rescue import NO_REPAIRS, plan_rescue
 
         # the images' marker needs each record's images, counted with its estimate
         index = self.index(measure=run.measure or run.may_summarize or run.settings.images)
         around = Surroundings(now, Path(path) if path else None)
-        if run.command != "rescue":
-            return SessionSubject(self.handle, index, run.settings, around)
-        from ..session_files.rescue import plan_rescue
+        repairs = NO_REPAIRS
+        if run.command == "rescue":
+            index, repairs = plan_rescue(self.handle, index, run.settings.threshold, now)
+        return self._subject(index, run, around, repairs)
 
-        index, repairs = plan_rescue(self.handle, index, run.settings.threshold, now)
+    def _subject(
+        self, index: SessionIndex, run: RunSettings, around: Surroundings, repairs: Repairs
+    ) -> SessionSubject:
+        from ..session_files.compact import SessionSubject
+
         return SessionSubject(self.handle, index, run.settings, around, repairs)
 
     def details(self, tokens: int | None) -> Details:
         from ..snapshots.base import Details
 
         return Details(self.format.name, len(self.index(measure=False).view), tokens)
-
-    def result_chunks(self, subject: Subject, pretty: bool = False) -> Iterator[bytes]:
-        from ..session_files.compact import SessionSubject
-        from ..session_files.write import session_chunks
-
-        assert isinstance(subject, SessionSubject)
-        return session_chunks(self.handle, subject.index, subject.rewrite())
 
     def input_chunks(self) -> Iterator[bytes]:
         from ..session_files.write import UNCHANGED, session_chunks
@@ -198,47 +229,51 @@ class SessionDocument(_Read):
 
 
 class StoreDocument(SessionDocument):
-    """A session kept in one JSON document (Cline) or in a database (OpenCode).
+    """A session kept in one JSON document (Cline): replaced as any session file is.
 
     Its store reads the session's records, and they are indexed as the lines of a session file
     held in memory, so every command does to it what it does to a session file. The result goes
-    back through the store: a document is written anew (and replaced as any file is); a
-    database changes itself in one transaction (``write_in_place``).
+    back through the store (``StoredSubject``): the document written anew.
     """
 
-    def __init__(self, store: SessionStore, agent_format: AgentFormat, label: str) -> None:
-        super().__init__(store.lines(), agent_format, label)
+    def __init__(self, store: SessionStore, agent_format: AgentFormat, origin: Origin) -> None:
+        super().__init__(store.lines(), agent_format, origin)
         self.store = store
 
-    @property
-    def rewrites_itself(self) -> bool:  # type: ignore[override]
-        return self.store.rewrites_itself
+    def _subject(
+        self, index: SessionIndex, run: RunSettings, around: Surroundings, repairs: Repairs
+    ) -> StoredSubject:
+        from ..session_files.compact import StoredSubject
 
-    @property
-    def guarded(self) -> bool:  # type: ignore[override]
-        """A document is guarded as any session file; a database by its own rules (``busy``):
-        its file's idle time is any session's, and another ctxpack may hold it a moment."""
-        return not self.store.rewrites_itself
-
-    def result_chunks(self, subject: Subject, pretty: bool = False) -> Iterator[bytes]:
-        return self.store.result(self._result(subject))
+        return StoredSubject(self.store, self.handle, index, run.settings, around, repairs)
 
     def input_chunks(self) -> Iterator[bytes]:
         return self.store.original()
 
-    def write_in_place(self, subject: Subject, tokens: int | None, run: RunSettings) -> str | None:
-        """Change the store itself, its original kept first; a warning line, if any."""
-        return self.store.write_in_place(self._result(subject), run, self.details(tokens))
-
     def busy(self, rules: RunSettings) -> str | None:
         return self.store.busy(rules)
 
-    def _result(self, subject: Subject):  # -> stores.Result
-        from ..session_files.compact import SessionSubject
-        from ..session_files.stores import rewritten
 
-        assert isinstance(subject, SessionSubject)
-        return rewritten(self.handle, subject.index, subject.rewrite(), self.store.records)
+class DatabaseDocument(StoreDocument):
+    """A session kept in a database (OpenCode), which changes itself in one transaction.
+
+    It is guarded by its own rules (``busy``), not by the file's: the database's idle time is
+    any of its sessions', and another ctxpack may hold it a moment.
+    """
+
+    guarded = False
+
+    def write_in_place(
+        self,
+        subject: StoredSubject,  # type: ignore[override]  (the subject it made: ``_subject``)
+        outcome: Outcome,
+        run: RunSettings,
+        sync: bool,
+        settings_key: str,
+    ) -> Written:
+        """Change the database itself, the session's original rows kept first."""
+        details = self.details(outcome.tokens_before)
+        return Written(warning=self.store.write_in_place(subject.stored_result(), run, details))
 
 
 Document = MessagesDocument | SessionDocument
@@ -246,41 +281,28 @@ Document = MessagesDocument | SessionDocument
 
 @contextlib.contextmanager
 def open_document(source: Source, format_name: str = AUTO) -> Iterator[Document]:
-    """The source as a document; a session file stays open while the block runs.
-
-    A local file's document knows the file it was read from (``path``, links resolved) and its
-    status when it was opened (``status``): what a rewrite in place checks against.
-    """
+    """The source as a document, built whole from what it read and where (its ``origin``: for a
+    local file, the real file, its status when opened, and the descriptor); a session file
+    stays open while the block runs."""
     with source.open() as handle:
-        session = source.session if isinstance(source, LocalFile) else None
-        document = _read(handle, source.label, format_name, session)
-        if isinstance(source, LocalFile):
-            document.path = handle.name
-            document.opened = handle.fileno()
-            document.status = status = os.fstat(handle.fileno())
-            document.version = file_version(status)
-        elif isinstance(source, RemoteObject):
-            document.version = source.version
-        yield document
+        yield _read(handle, source.opened(handle), format_name)
 
 
-def file_version(status: os.stat_result) -> str:
-    """A local file's version, as an output made from it records it."""
-    return f"{status.st_size}-{status.st_mtime_ns}"
-
-
-def _read(handle: BinaryIO, label: str, format_name: str, session: str | None) -> Document:
+def _read(handle: BinaryIO, origin: Origin, format_name: str) -> Document:
+    label = origin.label
     if format_name == MESSAGES or (format_name == AUTO and _is_an_array(handle)):
-        return MessagesDocument(handle.read(), label)
+        return MessagesDocument(handle.read(), origin)
     from ..session_files.registry import detect, detect_stored
 
     stored = detect_stored(handle, format_name, label)
     if stored is not None:
-        return StoreDocument(stored.open_store(handle, label, session), stored, label)
+        store = stored.open_store(handle, label, origin.session)
+        kind = DatabaseDocument if store.rewrites_itself else StoreDocument
+        return kind(store, stored, origin)
     agent_format = detect(handle, format_name, label)
     if agent_format is None:
-        return MessagesDocument(handle.read(), label)
-    return SessionDocument(handle, agent_format, label)
+        return MessagesDocument(handle.read(), origin)
+    return SessionDocument(handle, agent_format, origin)
 
 
 def _is_an_array(handle: BinaryIO) -> bool:

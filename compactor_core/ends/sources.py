@@ -3,6 +3,10 @@
 Every source can be read whole; a local file can also be opened, so that an agent's session file
 of any size is read as a stream. A local file is always opened by its real path (symbolic links
 resolved), and its status at that moment is what an in-place rewrite later checks against.
+
+Each kind answers the same questions, so that nothing else asks which kind it is: what it
+``opened`` (``origins``), its version, its size, the folder it is in, the session id its
+snapshots are kept under, and the URL it has, if any.
 """
 
 from __future__ import annotations
@@ -10,10 +14,12 @@ from __future__ import annotations
 import io
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import BinaryIO
 
+from .. import defaults
 from ..errors import IsADirectory, reading
+from .origins import InMemory, OpenedFile, ReadObject, file_version
 
 READ_BUFFER = 1 << 20  # long lines are read four times faster than with the default 8 KB
 
@@ -24,6 +30,8 @@ class Given:
 
     data: bytes
     label: str = "<stdin>"
+    url = None  # not an object
+    folder = None  # not in a folder: nothing written beside it
 
     def read(self) -> bytes:
         return self.data
@@ -31,12 +39,28 @@ class Given:
     def open(self) -> BinaryIO:
         return io.BytesIO(self.data)
 
+    def opened(self, handle: BinaryIO) -> InMemory:
+        return InMemory(self.label)
+
+    def with_version(self) -> Given:
+        return self
+
+    def current_version(self) -> str:
+        return ""
+
+    def known_size(self) -> int:
+        return len(self.data)
+
+    def session_id(self) -> str:
+        return defaults.SESSION_ID
+
 
 @dataclass(frozen=True)
 class LocalFile:
     path: str | os.PathLike[str]
     label: str
     session: str | None = None  # one session of a database file (``FILE#SESSION``)
+    url = None  # not an object
 
     def read(self) -> bytes:
         with self.open() as handle:
@@ -52,6 +76,38 @@ class LocalFile:
             raise IsADirectory(f"{self.label}: is a directory")
         return handle
 
+    def opened(self, handle: BinaryIO) -> OpenedFile:
+        """What was opened: the real file, its status then, and the descriptor that holds it."""
+        descriptor = handle.fileno()
+        status = os.fstat(descriptor)
+        return OpenedFile(self.label, handle.name, status, descriptor, self.session)
+
+    def with_version(self) -> LocalFile:
+        return self  # a file's version is read when it is opened
+
+    def current_version(self) -> str:
+        """Its version now, as an output made from it records it (``origins.file_version``)."""
+        with reading(self.label):
+            return file_version(os.stat(self.path))
+
+    def known_size(self) -> int:
+        try:
+            return os.stat(self.path).st_size
+        except OSError:  # a missing file: whoever reads it reports it
+            return 0
+
+    @property
+    def folder(self) -> str:
+        """The folder of the file itself (links resolved): where it is replaced."""
+        return os.path.dirname(os.path.realpath(self.path))
+
+    def session_id(self) -> str:
+        from pathlib import Path  # not on a plain file's way to its result
+
+        from ..snapshots.base import session_id_for_file
+
+        return session_id_for_file(Path(self.path))
+
 
 @dataclass(frozen=True)
 class RemoteObject:
@@ -61,6 +117,7 @@ class RemoteObject:
     label: str
     version: str = ""  # its ETag, when a listing gave it: a re-run compares it
     size: int = 0
+    folder = None  # not in a local folder
 
     def read(self) -> bytes:
         from .object_store import read
@@ -69,6 +126,29 @@ class RemoteObject:
 
     def open(self) -> BinaryIO:
         return io.BytesIO(self.read())
+
+    def opened(self, handle: BinaryIO) -> ReadObject:
+        return ReadObject(self.label, self.url, self.version)
+
+    def with_version(self) -> RemoteObject:
+        """The object with its version, asked for if a listing did not give it: a re-run
+        compares it, and an in-place write checks that nobody replaced the object meanwhile."""
+        if self.version:
+            return self
+        from .object_store import stat
+
+        return replace(self, version=stat(self.url).version)
+
+    def current_version(self) -> str:
+        return self.version
+
+    def known_size(self) -> int:
+        return self.size
+
+    def session_id(self) -> str:
+        from ..snapshots.base import session_id_for_url
+
+        return session_id_for_url(self.url)
 
 
 Source = Given | LocalFile | RemoteObject

@@ -9,7 +9,7 @@ aside become the records the format appends. The file's lines before them stay a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +25,8 @@ from .index import SessionIndex, load_view, pick, read_record, view_tokens
 from .keys import LineSet
 from .micro_plan import MicroChange, plan_micro
 from .rescue import NO_REPAIRS, Repairs
-from .write import UNCHANGED, Rewrite
+from .stores import Result, SessionStore, rewritten
+from .write import UNCHANGED, Rewrite, session_chunks
 
 
 def view_tokens_after(
@@ -136,6 +137,10 @@ class SessionSubject:
 
     # --- what the writer needs ---
 
+    def result_chunks(self, pretty: bool = False) -> Iterator[bytes]:
+        """The new file: its lines as they were, those changed changed, the records appended."""
+        return session_chunks(self.handle, self.index, self.rewrite())
+
     def input_tokens(self) -> int:
         if self._input_tokens is None:
             self._input_tokens = view_tokens(self.handle, self.index, self.counter)
@@ -209,3 +214,19 @@ class SessionSubject:
             new_id=self.around.new_id,
             read=lambda number: read_record(handle, index.infos, number, index.source),
         )
+
+
+class StoredSubject(SessionSubject):
+    """A session kept in a document or a database (stores.py), as ``decide`` sees it: the same
+    as a session file's; its result goes back through its store."""
+
+    def __init__(self, store: SessionStore, *subject: Any) -> None:
+        super().__init__(*subject)
+        self.store = store
+
+    def result_chunks(self, pretty: bool = False) -> Iterator[bytes]:
+        return self.store.result(self.stored_result())
+
+    def stored_result(self) -> Result:
+        """The session's records once the command is done (what a database writes in place)."""
+        return rewritten(self.handle, self.index, self.rewrite(), self.store.records)
