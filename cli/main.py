@@ -140,6 +140,7 @@ Shell completion (add the line to your shell's start-up file):
     cls=CtxpackGroup,
     lazy_commands={
         "check": "cli.agents:check",
+        "mcp": "cli.mcp:mcp",
         "replay": "cli.replay:replay",
         "report": "cli.costs:report",
         "rescue": "cli.rescue:rescue",

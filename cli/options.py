@@ -135,6 +135,18 @@ micro_options = bundle(
         show_default=True,
         help="Leave tool results shorter than this alone.",
     ),
+    click.option(
+        "--age-only",
+        is_flag=True,
+        help="Replace old results by age alone; by default a result a later one made stale "
+        "(the same file read again or edited, the same command run again) goes first.",
+    ),
+    click.option(
+        "--recall",
+        is_flag=True,
+        help="Markers carry a recall handle ([truncated: Bash result, 1204 chars; recall "
+        "HANDLE]) and the originals are kept, for the recall tool of `ctxpack mcp`.",
+    ),
 )
 
 images_option = click.option(

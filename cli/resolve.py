@@ -26,11 +26,13 @@ from compactor_core.errors import ConfigError
 
 if TYPE_CHECKING:
     from compactor_core.compaction.estimate import Counter
+    from compactor_core.conversation.tool_rules import Rules
     from compactor_core.providers.catalog import ProviderSettings
     from compactor_core.settings import Settings
 
 LANGS = ("auto", "zh", "en")
 FORBIDDEN_KEYS = {"api_key", "key", "token", "secret"}
+TOOLS_TABLE = "tools"  # what each tool reads, writes, lists or runs (stale results first)
 
 
 class Setting:  # a plain class, not a dataclass: the table is built at every start
@@ -181,6 +183,18 @@ class Resolver:
             return setting.default
         return self._converted(setting, value, f"{self.config_path}: {setting.file_key}")
 
+    def tool_rules(self) -> Rules:
+        """The config file's ``[tools]`` table: what each tool does, for stale results."""
+        table = self.config.get(TOOLS_TABLE)
+        if table is None:
+            return ()
+        from compactor_core.conversation.tool_rules import parse_rules
+
+        try:
+            return parse_rules(table, f"[{TOOLS_TABLE}]")
+        except ValueError as error:
+            raise ConfigError(f"{self.config_path}: {error}") from None
+
     def _from_file(self, setting: Setting, provider: str | None) -> Any:
         if setting.file_key is None:
             return None
@@ -278,6 +292,9 @@ def settings(options: dict[str, Any], given: Resolver, summarizing: bool) -> Set
         min_chars=options["min_chars"],
         compat=options["compat"] == "bareagent",
         images=options.get("images", False),
+        stale=not options.get("age_only", False),
+        tool_rules=given.tool_rules(),
+        recall=options.get("recall", False),
         keep_cut_off=not options.get("strict", False),
         **summary,
     )
@@ -306,6 +323,8 @@ def _load(path: str, required: bool) -> dict[str, Any]:
 def _check(config: dict[str, Any], path: str) -> None:
     """Refuse keys that hold secrets or that no setting knows, wherever they are."""
     for key, value in config.items():
+        if key == TOOLS_TABLE:
+            continue  # tool rules, checked when read (``tool_rules``)
         if isinstance(value, dict):
             for inner in value:
                 _check_key(inner, path, _PROVIDER_KEYS)

@@ -31,6 +31,7 @@ from .exit_codes import ExitStatus, combined, for_each_input, status_for, warn
 
 if TYPE_CHECKING:
     from compactor_core.providers.catalog import ProviderSettings
+    from compactor_core.recall.store import OriginalsStore
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ def run_settings(
         snapshots = snapshot_store(snapshot_dir)
     return replace(
         told,
+        originals=originals_store() if told.settings.recall else None,
         pretty=options["pretty"],
         backup_suffix=options["backup"],
         snapshots=snapshots,
@@ -101,6 +103,15 @@ def run_settings(
         force=options["force"],
         now=datetime.now(UTC),
     )
+
+
+def originals_store() -> OriginalsStore:
+    """The store of the originals recall gives back: ``originals`` in the user's state folder."""
+    from compactor_core.recall.store import OriginalsStore
+    from compactor_core.snapshots.locations import user_store
+
+    state = user_store(os.environ.get("XDG_STATE_HOME"), os.environ.get("HOME"))
+    return OriginalsStore(state / "originals")
 
 
 def compact_inputs(

@@ -172,7 +172,10 @@ def serve(
         body_timeout=client_timeout,
         hosts=None if allow_remote else local_hosts(listening.getsockname()[1], host),
     )
-    app = Proxy(limits, Compactor(settings, summarizer), _log, summarizer)
+    from .run import originals_store
+
+    compactor = Compactor(settings, summarizer, originals=originals_store())
+    app = Proxy(limits, compactor, _log, summarizer)
     io.write_stdout(f"{address}\n".encode())
     io.warn(f"serving {address} -> {upstream} (auto, threshold {settings.threshold})")
     _run(uvicorn, app, listening, shutdown_timeout, client_timeout)

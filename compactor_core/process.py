@@ -76,6 +76,8 @@ def _process(
         if run.dry_run:
             return Report.of(target.label, outcome)
         written = destination.write(document, subject, outcome, run, sync_directory)
+        if run.originals is not None:
+            run.originals.keep(subject.originals())
     return Report.of(
         target.label,
         outcome,

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Literal
 from . import defaults
 
 if TYPE_CHECKING:
+    from .conversation.tool_rules import Rules
+    from .recall.store import OriginalsStore
     from .snapshots.base import Snapshots
 
 Command = Literal["micro", "full", "auto", "rescue"]
@@ -44,6 +46,14 @@ class Settings:
     policy: str = defaults.CACHE_AWARE
     min_gain: int | None = None  # tokens a batch of markers frees at least (None: the command's)
     images: bool = False  # micro: old images become markers too (the newest keep_recent stay)
+    stale: bool = True  # stale results first (staleness.py); False: by age alone, as before
+    tool_rules: Rules = ()  # the config file's [tools]: what each tool does (tool_rules.py)
+    recall: bool = False  # markers carry a recall handle (handles.py; ``ctxpack mcp``)
+
+    @property
+    def stale_first(self) -> bool:
+        """Whether stale results go first (never under the BareAgent profile)."""
+        return self.stale and not self.compat
 
     @property
     def cache_aware(self) -> bool:
@@ -67,6 +77,7 @@ class RunSettings:
     pretty: bool = False  # indented JSON (JSONL stays one line a message)
     backup_suffix: str | None = None  # in place: the original is also kept beside the file
     snapshots: Snapshots | None = None  # where originals and results are kept; None: nowhere
+    originals: OriginalsStore | None = None  # where ``recall``'s originals are kept
     dry_run: bool = False  # decide and report, call no provider, write nothing
     # how an agent's session file is told apart and when it may be rewritten (SPEC §8.4)
     format: str = "auto"  # auto, messages, or an agent format's name

@@ -59,13 +59,21 @@ def plan_request(
     return plan(messages, settings, timing, fixed, is_deterministic(provider), unmade, payback=True)
 
 
+def marks_of(
+    messages: list[Message], settings: Settings, decided: Plan | Cut
+) -> tuple[list[Message], MicroResult]:
+    """The markers the plan (or one of its cuts) decided, as they read when they were made."""
+    at = dict(decided.marked_at)
+    return mark_turns(messages, settings, decided.marked, at, decided.single)
+
+
 def micro_in_batches(
     messages: list[Message], settings: Settings
 ) -> tuple[list[Message], MicroResult]:
     """Micro compaction whose markers come in batches that free ``min_gain`` (``micro
     --min-gain``): the old turns oldest first, up to the end of the last whole batch."""
     batches = plan(messages, replace(settings, threshold=NO_THRESHOLD))
-    return mark_turns(messages, settings, batches.marked)
+    return marks_of(messages, settings, batches)
 
 
 def compact_stably(
@@ -102,7 +110,7 @@ def carry_out(
     before_summary: Callable[[], None] | None = None,
 ) -> StableResult | Cut:
     """The request the plan describes, or the earlier cut whose summary failed."""
-    final, micro = mark_turns(messages, settings, the_plan.marked)
+    final, micro = marks_of(messages, settings, the_plan)
     if not the_plan.cuts:
         return StableResult(final, the_plan, micro, Status.NOT_RUN)
     check_ready(provider)
@@ -119,7 +127,7 @@ def carry_out(
         if isinstance(compacted, ProviderError):
             if not now:
                 return cut
-            marked, micro = mark_turns(messages, settings, cut.marked)  # all before the cut
+            marked, micro = marks_of(messages, settings, cut)  # all before the cut
             unmade = [*head, *(marked[index] for index in cut.live)]
             return StableResult(unmade, the_plan, micro, Status.FAILED, compacted)
         head = heads[key] = compacted
@@ -136,7 +144,7 @@ def _compact_at(
     provider: Summarizer,
 ) -> list[Message] | ProviderError:
     """The new head: the request at the cut, its pending turn left out; or why it failed."""
-    then, _ = mark_turns(messages, settings, cut.marked)
+    then, _ = marks_of(messages, settings, cut)
     result = full_compact([*head, *(then[index] for index in cut.live)], provider, settings)
     if result.status != Status.COMPACTED:
         return result.error or ProviderError("nothing to summarize")

@@ -9,7 +9,9 @@ rarely and in large steps, and only where the conversation itself says so:
 - **markers in batches**: the tool-result turns old enough to be truncated (all but the newest
   ``keep_recent``) are walked oldest first; their gains (tokens their markers free) add up, and
   only when the sum reaches ``min_gain`` does that batch get its markers, all at once. A marker
-  once applied stays; a partial batch waits;
+  once applied stays; a partial batch waits. Stale results go first (staleness.py): one among the
+  newest turns that a later result repeats rides with the next batch (it never makes a batch
+  happen sooner), and a marker shows what had gone stale by the request it was applied at;
 - **catch up when the cache is cold**: where the times show that the gap since the previous
   request exceeded the cache's time to live, the whole prompt is written again anyway, so the
   waiting batch gets its markers then, whatever it frees;
@@ -31,18 +33,18 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from ..conversation.formats import Message
 from ..conversation.prompts import PROMPTS, SUMMARY_PREFIX
-from ..conversation.tools import tool_result_turns
+from ..conversation.tools import result_holders, tool_result_turns
 from ..defaults import MIN_GAIN
 from ..settings import Settings
 from .estimate import Counter, message_units, units_to_tokens
 from .full import find_pending_turn
-from .micro import mark_turns
+from .micro import mark_turns, staleness_of
 from .tokenizers import counter as counter_named
 
 CACHE_TTL = 300.0  # seconds a provider keeps a cached prefix (Anthropic's default, 5 minutes)
@@ -65,6 +67,8 @@ class Cut:
     live: tuple[int, ...]  # the messages sent after the head then (indexes)
     pending: tuple[int, ...]  # those kept after the new summary: the pending turn (SPEC §3.1)
     marked: frozenset[int]  # the turns carrying markers at that request
+    marked_at: tuple[tuple[int, int], ...] = ()  # (turn, the request it was marked at)
+    single: frozenset[str] = frozenset()  # stale results of other turns marked (call ids)
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,8 @@ class Plan:
     tokens: int = 0  # the request's estimate, a summary counted at its whole budget
     batches: int = 0  # batches of markers applied along the walk
     catch_ups: int = 0  # requests at which the cache was found cold
+    marked_at: tuple[tuple[int, int], ...] = ()  # (turn, the request it was marked at)
+    single: frozenset[str] = frozenset()  # stale results of newer turns marked (call ids)
 
 
 # Anthropic's cache prices, in input tokens: what a batch of markers weighs (the dearest rules:
@@ -189,10 +195,13 @@ class _Walk:
         self.units = [message_units(message, counter) for message in messages]  # as sent now
         self.turns = tool_result_turns(messages)
         self.turn_starts = [turn[0] for turn in self.turns]
-        every, _ = mark_turns(messages, settings, range(len(self.turns)))
+        # what an old turn's markers free, as its truncation markers: a batch of old turns fills
+        # as it does by age alone (stale results only join it sooner)
+        every, _ = mark_turns(messages, replace(settings, stale=False), range(len(self.turns)))
         self.marked_units = {
             index: message_units(every[index], counter) for turn in self.turns for index in turn
         }
+        self.stale = _StaleResults(messages, settings, counter)
         per_token = counter.per_token
         self.fixed_units = fixed_tokens * per_token
         self.threshold_units = settings.threshold * per_token
@@ -209,7 +218,10 @@ class _Walk:
         self.head_systems: list[int] = []  # system messages the cuts moved to the front
         self.head_units = 0  # those, the summary at its budget, the acknowledgement
         self.marked: set[int] = set()
+        self.marked_at: dict[int, int] = {}
         self.batch: list[int] = []  # turns old enough, not yet marked
+        self.batch_stale: list[str] = []  # stale results of newer turns, not yet marked
+        self.single: set[str] = set()
         self.batch_gain = 0
         self.added = 0  # messages[:added] have joined the walk
         self.considered = 0  # turns[:considered] were old enough, or went into a summary
@@ -227,16 +239,24 @@ class _Walk:
         started = bisect_left(self.turn_starts, point)  # turns begun before the point
         keep = self.settings.keep_recent
         old_enough = started - keep if keep > 0 else started
+        # stale duplicates among the newest turns ride with the next batch: they never make
+        # one happen sooner, so the prompt is written again exactly when age alone writes it
+        for call, index in self.stale.gone_stale(point):
+            if self._turn_of(index) >= max(self.considered, old_enough):
+                self.batch_stale.append(call)
         for position in range(self.considered, old_enough):
             self.batch.append(position)
-            self.batch_gain += self._gain(position)
-            if self.min_gain_units <= 0 or (
-                self.batch_gain >= self.min_gain_units
-                and (not self.payback or self._pays_for_itself())
-            ):
-                self.batches += 1
-                self._mark_batch()
+            self._join(self._gain(position))
         self.considered = max(self.considered, old_enough)
+
+    def _join(self, gain: int) -> None:
+        """What joined the batch frees ``gain``: the batch gets its markers once it is enough."""
+        self.batch_gain += gain
+        if self.min_gain_units <= 0 or (
+            self.batch_gain >= self.min_gain_units and (not self.payback or self._pays_for_itself())
+        ):
+            self.batches += 1
+            self._mark_batch()
 
     def _pays_for_itself(self) -> bool:
         """Whether the batch's markers save more than they cost, by Anthropic's prices: what
@@ -264,14 +284,16 @@ class _Walk:
         gone = set(kept) | set(systems)
         if all(index in gone or _is_framing(self.messages[index]) for index in self.live):
             return  # nothing new to summarize: an earlier summary alone stays as it is
-        self.cuts.append(Cut(point, tuple(self.live), tuple(kept), frozenset(self.marked)))
+        marked_at, single = tuple(sorted(self.marked_at.items())), frozenset(self.single)
+        cut = Cut(point, tuple(self.live), tuple(kept), frozenset(self.marked), marked_at, single)
+        self.cuts.append(cut)
         self.head_systems += systems
         ack = self.ack_units if pending.acknowledge else 0
         self.head_units = self._units_of(self.head_systems) + self.summary_units + ack
         self.live, self.live_units = kept, self._units_of(kept)
         first_kept = kept[0] if kept else point
         self.considered = max(self.considered, bisect_left(self.turn_starts, first_kept))
-        self.batch, self.batch_gain = [], 0
+        self.batch, self.batch_gain, self.batch_stale = [], 0, []
         self.since_cut = 0
 
     def result(self) -> Plan:
@@ -281,21 +303,77 @@ class _Walk:
         cuts_now = bool(self.cuts) and self.cuts[-1].request == len(self.messages)
         tokens = units_to_tokens(units, self.counter)
         cuts = tuple(self.cuts)
-        return Plan(marked, tuple(self.live), cuts, cuts_now, tokens, self.batches, self.catch_ups)
+        marked_at = tuple((position, self.marked_at[position]) for position in sorted(marked))
+        single = frozenset(call for call in self.single if self.stale.index[call] in live)
+        return Plan(
+            marked,
+            tuple(self.live),
+            cuts,
+            cuts_now,
+            tokens,
+            self.batches,
+            self.catch_ups,
+            marked_at,
+            single,
+        )
 
     def _gain(self, position: int) -> int:
         return sum(self.units[i] - self.marked_units[i] for i in self.turns[position])
 
     def _mark_batch(self) -> None:
         live = set(self.live)
+        for call in self.batch_stale:
+            self.single.add(call)
+            self._free(self.stale.index[call], self.stale.gains[call], live)
         for position in self.batch:
             self.marked.add(position)
+            self.marked_at[position] = self.added
             for index in self.turns[position]:
-                gain = self.units[index] - self.marked_units[index]
-                self.units[index] -= gain
-                if index in live:
-                    self.live_units -= gain
-        self.batch, self.batch_gain = [], 0
+                self._free(index, self.units[index] - self.marked_units[index], live)
+        self.batch, self.batch_gain, self.batch_stale = [], 0, []
+
+    def _free(self, index: int, gain: int, live: set[int]) -> None:
+        self.units[index] -= gain
+        if index in live:
+            self.live_units -= gain
+
+    def _turn_of(self, index: int) -> int:
+        """The position of the tool-result turn holding message ``index``."""
+        return bisect_left(self.turn_starts, index + 1) - 1
 
     def _units_of(self, indexes: Sequence[int]) -> int:
         return sum(self.units[index] for index in indexes)
+
+
+class _StaleResults:
+    """The results a later one repeats (staleness.py), for the walk: where each is, what its
+    marker frees, and the request from which on it is stale."""
+
+    def __init__(self, messages: list[Message], settings: Settings, counter: Counter) -> None:
+        duplicates = staleness_of(messages, settings).duplicates()
+        self.index: dict[str, int] = {}
+        self.gains: dict[str, int] = {}
+        marked, _ = mark_turns(messages, settings, (), single=duplicates)
+        for index, (before, after) in enumerate(zip(messages, marked, strict=True)):
+            if before is after:
+                continue
+            pairs = zip(result_holders([before]), result_holders([after]), strict=True)
+            for (call, was), (_, now) in pairs:
+                if was is not now and was.get("content") != now.get("content"):
+                    self.index[call] = index
+                    self.gains[call] = _content_units(was, counter) - _content_units(now, counter)
+        self.order = sorted((duplicates[call].at, call) for call in self.index)
+        self.next = 0
+
+    def gone_stale(self, point: int) -> list[tuple[str, int]]:
+        """(call id, message index) of the results gone stale before ``point``, once each."""
+        found = []
+        while self.next < len(self.order) and self.order[self.next][0] < point:
+            call = self.order[self.next][1]
+            found.append((call, self.index[call]))
+            self.next += 1
+        return found
+
+
+def _content_units(holder: dict[str, Any], counter: Counter) -> int:
+    return message_units({"content": holder.get("content")}, counter)

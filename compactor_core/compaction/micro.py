@@ -3,11 +3,15 @@
 Every tool-result turn but the newest ``keep_recent`` has each tool result's ``content`` replaced
 by ``[truncated: {tool} result, {N} chars]``, where N is the length in code points of the original
 content. Nothing else in the conversation changes, and a second run changes nothing more.
+
+Stale results go first (staleness.py, issue 35): an old one's marker names what superseded it,
+and of the newest turns the results a later one repeats are replaced too. With ``recall`` a
+marker carries the handle of the content it replaced (handles.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -16,6 +20,8 @@ from ..conversation.tools import UNKNOWN_TOOL, blocks, is_block, tool_names, too
 from ..settings import DEFAULT_SETTINGS, Settings
 from . import bareagent
 from .estimate import json_text
+from .handles import handle
+from .staleness import NONE, SUPERSEDED_PREFIX, Staleness, analyse
 
 MARKER_PREFIX = "[truncated:"
 
@@ -29,8 +35,20 @@ class MicroResult:
     images: int = 0  # image blocks replaced by a marker (``Settings.images``: old_images.py)
 
 
-def marker(tool: str, chars: int) -> str:
-    return f"[truncated: {tool} result, {chars} chars]"
+@dataclass(frozen=True)
+class Take:
+    """The results of one tool-result turn that get a marker: all of them, or those of ``only``
+    (call ids); ``before``: the request (a history length) they are marked at, whose staleness
+    their markers show (None: the whole conversation's)."""
+
+    indexes: list[int]
+    before: int | None = None
+    only: Collection[str] | None = None
+
+
+def marker(tool: str, chars: int, recall: str = "") -> str:
+    """``[truncated: bash result, 1204 chars]``; with a recall handle, ``…chars; recall H]``."""
+    return f"[truncated: {tool} result, {chars} chars{f'; recall {recall}' if recall else ''}]"
 
 
 def content_length(content: Any) -> int:
@@ -43,7 +61,12 @@ def content_length(content: Any) -> int:
 
 
 def is_marker(content: Any) -> bool:
-    return isinstance(content, str) and content.startswith(MARKER_PREFIX)
+    return isinstance(content, str) and content.startswith((MARKER_PREFIX, SUPERSEDED_PREFIX))
+
+
+def staleness_of(messages: list[Message], settings: Settings) -> Staleness:
+    """The conversation's stale results, when the settings put them first."""
+    return analyse(messages, settings.tool_rules) if settings.stale_first else NONE
 
 
 def micro_compact(
@@ -60,11 +83,22 @@ def micro_compact(
     compat = settings.compat
     turns = (bareagent.tool_result_turns if compat else tool_result_turns)(messages)
     keep = settings.keep_recent
-    old_turns = turns[: max(len(turns) - keep, 0)] if keep > 0 else turns
-    compacted, done = _truncate(messages, old_turns, settings)
+    old = len(turns) - keep if keep > 0 else len(turns)
+    stale = staleness_of(messages, settings)
+    takes = [Take(turn) for turn in turns[: max(old, 0)]]
+    compacted, done = _truncate(
+        messages, takes + duplicates(turns[max(old, 0) :], stale), settings, stale
+    )
     if settings.images and not compat:
         return with_old_images(compacted, done, settings)
     return compacted, done
+
+
+def duplicates(turns: list[list[int]], stale: Staleness, before: int | None = None) -> list[Take]:
+    """Of these turns (the newest, kept whole), the results a later one repeats (staleness.py):
+    stale by the request before ``before``."""
+    repeated = stale.duplicates(before)
+    return [Take(turn, None, repeated) for turn in turns] if repeated else []
 
 
 def with_old_images(
@@ -78,40 +112,75 @@ def with_old_images(
 
 
 def mark_turns(
-    messages: list[Message], settings: Settings, selected: Collection[int]
+    messages: list[Message],
+    settings: Settings,
+    selected: Collection[int],
+    marked_at: Mapping[int, int] | None = None,
+    single: Collection[str] = (),
 ) -> tuple[list[Message], MicroResult]:
     """Micro compaction of the chosen tool-result turns only (positions in
     ``tool_result_turns(messages)``, oldest 0), by the same rules: the cache-aware policy picks
-    the turns (cache_policy.py), this writes their markers. Default profile only."""
+    the turns (cache_plan.py), this writes their markers. Default profile only.
+
+    ``marked_at``: the request (history length) each turn was marked at, whose staleness its
+    markers show; ``single``: stale results of other turns (call ids) marked as well."""
     turns = tool_result_turns(messages)
-    chosen = [turns[position] for position in sorted(selected) if 0 <= position < len(turns)]
-    return _truncate(messages, chosen, replace(settings, compat=False))
+    at = marked_at or {}
+    takes = [
+        Take(turns[position], at.get(position))
+        for position in sorted(selected)
+        if 0 <= position < len(turns)
+    ]
+    if single:
+        takes += [Take(turn, None, frozenset(single)) for turn in turns]
+    settings = replace(settings, compat=False)
+    return _truncate(messages, takes, settings, staleness_of(messages, settings))
 
 
 def _truncate(
-    messages: list[Message], old_turns: list[list[int]], settings: Settings
+    messages: list[Message], takes: list[Take], settings: Settings, stale: Staleness = NONE
 ) -> tuple[list[Message], MicroResult]:
     compat = settings.compat
     compacted = list(messages)
-    if not old_turns:
+    if not takes:
         return compacted, MicroResult(0, 0)
     results = _reference_results if compat else _tool_results
     names = (bareagent.tool_names if compat else tool_names)(messages)
     truncated = removed = 0
-    for turn in old_turns:
-        for index in turn:
-            compacted[index] = _copy_results(messages[index])
-        for holder, tool, chars in results(compacted, turn, names):
-            if not worth_a_marker(tool, chars, settings):
+    for take in takes:
+        for index in take.indexes:
+            if compacted[index] is messages[index]:
+                compacted[index] = _copy_results(messages[index])
+        for holder, tool, chars, call_id in results(compacted, take.indexes, names):
+            if take.only is not None and call_id not in take.only:
                 continue
-            holder["content"] = marker(tool, chars)
+            text = _marker_text(holder.get("content"), tool, chars, call_id, take, stale, settings)
+            if not worth_a_marker(tool, chars, settings, text):
+                continue
+            holder["content"] = text
             truncated += 1
-            removed += chars - len(holder["content"])
+            removed += chars - len(text)
     return compacted, MicroResult(truncated, removed)
 
 
-def worth_a_marker(tool: str, chars: int, settings: Settings) -> bool:
-    """Whether an old result of ``chars`` code points from ``tool`` gets the marker (SPEC §2).
+def _marker_text(
+    content: Any,
+    tool: str,
+    chars: int,
+    call_id: Any,
+    take: Take,
+    stale: Staleness,
+    settings: Settings,
+) -> str:
+    """The marker of one result: superseded if it was stale when marked, else truncated."""
+    recall = handle(content) if settings.recall and not settings.compat else ""
+    superseded = stale.of(call_id, take.before)
+    return superseded.marker(recall) if superseded else marker(tool, chars, recall)
+
+
+def worth_a_marker(tool: str, chars: int, settings: Settings, text: str | None = None) -> bool:
+    """Whether an old result of ``chars`` code points from ``tool`` gets the marker ``text``
+    (None: the truncation marker) (SPEC §2).
 
     Not a result of an excluded tool, nor one shorter than ``min_chars``; and, but for the
     BareAgent profile (which marks every result, as the reference does), never a result the
@@ -120,7 +189,7 @@ def worth_a_marker(tool: str, chars: int, settings: Settings) -> bool:
     """
     if tool in settings.exclude_tools or chars < settings.min_chars:
         return False
-    return settings.compat or len(marker(tool, chars)) < chars
+    return settings.compat or len(text or marker(tool, chars)) < chars
 
 
 def _copy_results(message: Message) -> Message:
@@ -133,7 +202,8 @@ def _copy_results(message: Message) -> Message:
     return copied
 
 
-ToolResult = tuple[dict[str, Any], str, int]  # what holds the content, its tool, its length
+# what holds the content, its tool, its length, the call id it answers
+ToolResult = tuple[dict[str, Any], str, int, Any]
 
 
 def _tool_results(messages: list[Message], turn: list[int], names: Any) -> Iterator[ToolResult]:
@@ -151,7 +221,7 @@ def _tool_results(messages: list[Message], turn: list[int], names: Any) -> Itera
         for holder, call_id in holders:
             content = holder.get("content")
             if not is_marker(content):
-                yield holder, names.get(call_id, UNKNOWN_TOOL), content_length(content)
+                yield holder, names.get(call_id, UNKNOWN_TOOL), content_length(content), call_id
 
 
 def _reference_results(
@@ -162,4 +232,4 @@ def _reference_results(
         for block in bareagent.tool_results(messages[index]):
             text = bareagent.stringify(block.get("content", ""))
             if not text.startswith(MARKER_PREFIX):
-                yield block, bareagent.result_tool(block, names), len(text)
+                yield block, bareagent.result_tool(block, names), len(text), None

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..conversation.formats import Conversation, Message, dump
 from ..defaults import SESSION_ID
 from ..errors import ProviderError
 from ..settings import RunSettings, Settings
 from .estimate import estimate
+from .handles import replaced_originals
 from .micro import micro_compact, with_old_images
 from .outcome import Outcome
 from .status import Status
@@ -74,6 +75,10 @@ class Subject(Protocol):
 
     def result_chunks(self, pretty: bool = False) -> Iterator[bytes]:
         """The bytes of the result, as every destination writes them."""
+
+    def originals(self) -> list[Any]:
+        """The tool results whose markers in the result carry a recall handle (``recall``),
+        once the result is written: what a store of originals keeps."""
 
 
 class Keeper(Protocol):
@@ -300,15 +305,14 @@ class MessagesSubject:
         a cold cache. The input is kept before this request's own summary is asked for, the
         result after it; a cut found again (a caller re-sending its raw history) keeps nothing
         the caller has not kept itself. A dry run counts a cut's summary at its whole budget."""
-        from .cache_apply import compact_stably, plan_request
+        from .cache_apply import compact_stably, marks_of, plan_request
         from .cache_plan import Timing, message_times
-        from .micro import mark_turns
 
         conversation, settings = self.input, self.settings
         messages, system = conversation.messages, conversation.system
         if dry_run:
             plan = plan_request(messages, settings, provider, None, system)
-            marked, done = mark_turns(messages, settings, plan.marked)
+            marked, done = marks_of(messages, settings, plan)
             self._take(marked)
             tokens = plan.tokens if plan.cuts else self.tokens()
             full = Status.WOULD_RUN if plan.cuts else Status.NOT_RUN
@@ -340,6 +344,11 @@ class MessagesSubject:
     def result_chunks(self, pretty: bool = False) -> Iterator[bytes]:
         """The result, written anew (a filter's output: ``pretty`` applies)."""
         yield dump(self.result, pretty)
+
+    def originals(self) -> list[Any]:
+        if not self.settings.recall:
+            return []
+        return replaced_originals(self.input.messages, self.result.messages)
 
     def _take(self, messages: list[Message]) -> None:
         self.result = self.input.with_messages(messages)

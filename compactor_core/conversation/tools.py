@@ -8,7 +8,7 @@ messages (``tool_call_id``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .formats import Message
@@ -43,6 +43,16 @@ def tool_result_ids(message: Message) -> Iterator[Any]:
     for block in blocks(message):
         if is_block(block, "tool_result"):
             yield block.get("tool_use_id")
+
+
+def result_holders(messages: Iterable[Message]) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """Each dict whose ``content`` is a tool result, with the call id it answers."""
+    for message in messages:
+        if message.get("role") == "tool":
+            yield message.get("tool_call_id"), message
+        for block in blocks(message):
+            if is_block(block, "tool_result"):
+                yield block.get("tool_use_id"), block
 
 
 def tool_name(value: Any) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import secrets
 import stat
 from pathlib import Path
 
@@ -120,6 +121,42 @@ class PrivateDir:
     def fsync(self) -> None:
         with contextlib.suppress(OSError):  # not every file system can
             os.fsync(self.fd)
+
+    # --- whole small files -----------------------------------------------------------------------
+
+    def read_own(self, name: str, limit: int) -> bytes:
+        """The user's own regular file ``name`` (``open_own``), at most ``limit`` bytes
+        (ValueError beyond); touched, so that the newest used are pruned last."""
+        fd = self.open_own(name)
+        if fd is None:
+            raise FileNotFoundError(name)
+        try:
+            data = os.read(fd, limit + 1)
+            if len(data) > limit:
+                raise ValueError(f"{name}: over {limit} bytes")
+            os.utime(fd)
+            return data
+        finally:
+            os.close(fd)
+
+    def put(self, name: str, data: bytes) -> None:
+        """``name`` holds ``data``, whole or not at all: written to a new 0600 file, made
+        durable, then renamed over it."""
+        temporary = f".{name}-{secrets.token_hex(8)}.tmp"
+        fd = self.create(temporary)  # exclusive, 0600, never through a link
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self.replace(temporary, name)
+
+    def modified(self, name: str) -> float:
+        """When ``name`` was last written or used (0 if it is gone)."""
+        try:
+            return self.stat(name).st_mtime
+        except OSError:
+            return 0.0
 
 
 def _checked_parents(parent: Path, create: bool, label: str) -> int | None:

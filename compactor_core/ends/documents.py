@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .. import defaults
 from ..compaction.estimate import HEURISTIC, Counter, breakdown, estimate
+from ..compaction.staleness import stale_report
 from ..conversation.formats import UTF8_BOM, Conversation, parse
 from .origins import Origin, Written
 from .sources import Source
@@ -108,7 +109,10 @@ class MessagesDocument(_Document):
 
     def breakdown(self, counter: Counter = HEURISTIC, compat: bool = False) -> dict[str, Any]:
         conversation = self.conversation
-        return breakdown(conversation.messages, conversation.system, compat, counter)
+        return {
+            **breakdown(conversation.messages, conversation.system, compat, counter),
+            "stale": stale_report(conversation.messages, counter=counter),
+        }
 
     def subject(
         self, run: RunSettings, now: datetime | None = None, path: str | None = None
@@ -179,8 +183,10 @@ class SessionDocument(_Document):
         from ..session_files.index import load_view
 
         index = self.index()
+        view = load_view(self.handle, index)
         return {
-            **breakdown(load_view(self.handle, index), counter=counter),
+            **breakdown(view, counter=counter),
+            "stale": stale_report(view, counter=counter),
             "format": self.format.name,
             "bytes": index.size,
             "records": index.records(),

@@ -14,11 +14,13 @@ Besides the policy's own rules, one thing is never changed: a tool result that h
 from __future__ import annotations
 
 import operator
+import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ..compaction.handles import replaced_originals
 from ..compaction.pipeline import measure, run
 from ..compaction.status import Status
 from ..conversation.formats import Conversation, Message, dumps, load_value
@@ -31,6 +33,7 @@ from .wire import Wire
 
 if TYPE_CHECKING:
     from ..providers.base import Summarizer
+    from ..recall.store import OriginalsStore
 
 COMPACTED = "compacted"  # forwarded smaller
 UNCHANGED = "unchanged"  # the policy left it alone: forwarded byte for byte
@@ -72,6 +75,9 @@ class Compactor:
     provider: Summarizer | None = None
     ledger: Ledger = field(default_factory=Ledger)
     clock: Callable[[], float] = time.monotonic
+    # where the originals of markers with a recall handle are kept: markers carry one when the
+    # settings say so, or when the request offers the model a recall tool (``ctxpack mcp``)
+    originals: OriginalsStore | None = None
 
     def compact(self, wire: Wire, data: bytes) -> Forwarded:
         try:
@@ -90,7 +96,8 @@ class Compactor:
         conversation = wire.conversation(body, source)
         if conversation is None or not conversation.messages:
             return _as_is(data, "no history")
-        outcome = run(RunSettings("auto", self.settings, measure=True), conversation, self.provider)
+        settings = self._settings_for(body, data)
+        outcome = run(RunSettings("auto", settings, measure=True), conversation, self.provider)
         before = conversation.messages
         tokens_in = outcome.tokens_before or 0
         tokens_out = outcome.tokens_after or 0
@@ -119,7 +126,15 @@ class Compactor:
         )
         if not outcome.changed:
             return Forwarded(data, report)
+        if settings.recall and self.originals is not None:
+            self.originals.keep(replaced_originals(before, after))
         return Forwarded(dumps(wire.rebuilt(body, after)), report)
+
+    def _settings_for(self, body: dict[str, Any], data: bytes) -> Settings:
+        """The settings, with recall handles when there is a store and the model can recall."""
+        if self.originals is None or self.settings.recall or not offers_recall(body, data):
+            return self.settings
+        return replace(self.settings, recall=True)
 
     def _cached(self, tokens: int, messages: list[Message], prefix: int, reuse: Reuse) -> int:
         """Of ``tokens`` (the system prompt and ``messages``), those of the system prompt and the
@@ -129,6 +144,25 @@ class Compactor:
             return 0
         rest = measure(Conversation(messages[prefix:]), self.settings)
         return max(tokens - rest, 0)
+
+
+# An MCP server's recall tool as Claude Code names it; listed by name alone in a message while
+# its schema waits behind the tool search (a deferred tool)
+MCP_RECALL = re.compile(rb"mcp__[A-Za-z0-9_-]+__recall\b")
+
+
+def offers_recall(body: dict[str, Any], data: bytes) -> bool:
+    """Whether the request offers the model a recall tool: ``recall``, or an MCP server's
+    (``mcp__ctxpack__recall``), among its tools in any API's shape or deferred."""
+    tools = body.get("tools")
+    for tool in tools if isinstance(tools, list) else ():
+        if not isinstance(tool, dict):
+            continue
+        function = tool.get("function")
+        name = function.get("name") if isinstance(function, dict) else tool.get("name")
+        if name == "recall":
+            return True
+    return MCP_RECALL.search(data) is not None
 
 
 def _as_is(data: bytes, reason: str) -> Forwarded:

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
-import secrets
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -82,7 +80,7 @@ class SummaryStore:
     def _read(self, key: str) -> KeptSummary | None:
         try:
             with self._folder(create=False) as folder:
-                record = orjson.loads(_read_own(folder, f"summary-{key}.json"))
+                record = orjson.loads(folder.read_own(f"summary-{key}.json", MAX_FILE))
         except (OSError, CtxpackError, ValueError, TypeError):
             return None  # not there, or not one of ours: ask the model
         if not isinstance(record, dict):
@@ -96,14 +94,7 @@ class SummaryStore:
         # A summary that cannot be kept on disk is still given (and kept in memory).
         with contextlib.suppress(OSError, CtxpackError), self._folder(create=True) as folder:
             record = dumps({"summary": kept.summary, "cut_off": kept.cut_off})
-            temporary = f".summary-{secrets.token_hex(8)}.tmp"
-            fd = folder.create(temporary)  # exclusive, 0600, never through a link
-            try:
-                os.write(fd, record)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            folder.replace(temporary, f"summary-{key}.json")
+            folder.put(f"summary-{key}.json", record)
             self._prune(folder)
 
     @contextlib.contextmanager
@@ -120,31 +111,8 @@ class SummaryStore:
         names = [name for name in folder.names() if name.startswith("summary-")]
         if len(names) <= self.disk:
             return
-        for old in sorted(names, key=lambda name: _age(folder, name))[: len(names) - self.disk]:
+        for old in sorted(names, key=folder.modified)[: len(names) - self.disk]:
             folder.unlink(old)
-
-
-def _read_own(folder: PrivateDir, name: str) -> bytes:
-    """The user's own regular file ``name``, never through a link, never blocking (a FIFO is
-    not a regular file), at most ``MAX_FILE`` bytes; touched, so the newest used go last."""
-    fd = folder.open_own(name)
-    if fd is None:
-        raise FileNotFoundError(name)
-    try:
-        data = os.read(fd, MAX_FILE + 1)
-        if len(data) > MAX_FILE:
-            raise ValueError(f"{name}: over {MAX_FILE} bytes")
-        os.utime(fd)
-        return data
-    finally:
-        os.close(fd)
-
-
-def _age(folder: PrivateDir, name: str) -> float:
-    try:
-        return folder.stat(name).st_mtime
-    except OSError:
-        return 0.0
 
 
 class KeptSummarizer:

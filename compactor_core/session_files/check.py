@@ -22,13 +22,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from ..conversation.tools import tool_calls
+from ..conversation.tools import result_holders, tool_calls
 from .base import AgentFormat, Problem, RecordInfo
 from .index import INVALID, SessionIndex, index_session, read_record
 from .keys import NONE, KeyMap, key
 from .pairs import unpaired
 from .registry import agent_formats
-from .table import MISSING, result_holders
+from .table import MISSING
 
 
 def check_report(handle: BinaryIO, agent_format: AgentFormat, label: str) -> dict[str, Any]:

@@ -137,6 +137,9 @@ class SessionSubject:
 
     # --- what the writer needs ---
 
+    def originals(self) -> list[Any]:
+        return self.change.originals
+
     def result_chunks(self, pretty: bool = False) -> Iterator[bytes]:
         """The new file: its lines as they were, those changed changed, the records appended."""
         return session_chunks(self.handle, self.index, self.rewrite())

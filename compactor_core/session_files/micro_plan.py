@@ -14,14 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..compaction.handles import replaced_originals
 from ..compaction.micro import is_marker, micro_compact, worth_a_marker
 from ..compaction.old_images import mark_images
-from ..conversation.tools import UNKNOWN_TOOL
+from ..conversation.tools import UNKNOWN_TOOL, result_holders
 from ..settings import Settings
 from .base import Record
 from .index import SessionIndex
 from .keys import KeyMap, LineSet, key
-from .table import RecordTable, result_holders
+from .table import RecordTable
 
 Pieces = set[tuple[int, int | None]]  # (record, part) of view messages; part None: all of it
 
@@ -175,6 +176,7 @@ class MicroChange:
         # The plan chose the records; within one, every result the rules allow gets the marker,
         # by the default profile's rules (a session file is never a BareAgent conversation).
         self.every_result = replace(settings, keep_recent=0, compat=False, images=False)
+        self.originals: list[Any] = []  # what markers with a recall handle replaced (pass 2)
 
     def __call__(self, index: int, record: Record) -> bool:
         changed = self.results(index, record)
@@ -207,6 +209,8 @@ class MicroChange:
             for (call_id, holder), was in zip(result_holders(compacted), before, strict=True)
             if not was and is_marker(holder.get("content"))
         }
+        if self.every_result.recall:
+            self.originals += replaced_originals(candidates, compacted)
         for message, now in zip(candidates, compacted, strict=True):
             if now is not message:  # the format's messages may be the record's own dicts
                 message.clear()

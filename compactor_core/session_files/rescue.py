@@ -35,13 +35,13 @@ from ..compaction.repairs import (
     side_limit,
 )
 from ..conversation.images import size_text
-from ..conversation.tools import UNKNOWN_TOOL
+from ..conversation.tools import UNKNOWN_TOOL, result_holders
 from .base import Answer, Record, RecordInfo
 from .check import Speller
 from .index import BLANK, INVALID, SessionIndex, read_record
 from .keys import NONE, LineSet, key
 from .pairs import unpaired
-from .table import MISSING, NO_PARENT, result_holders
+from .table import MISSING, NO_PARENT
 
 Edit = Callable[[Record], object]
 

@@ -23,7 +23,7 @@ from typing import Any
 from ..compaction.estimate import quarters_and_images
 from ..compaction.micro import content_length, is_marker
 from ..conversation.formats import Message
-from ..conversation.tools import blocks, is_block, tool_calls
+from ..conversation.tools import result_holders, tool_calls
 from .base import RecordInfo, ToolResult
 from .keys import NONE, KeyMap, key
 
@@ -408,13 +408,3 @@ def _find(ids: array, item: int) -> int:
         return ids.index(item)
     except ValueError:
         return -1
-
-
-def result_holders(messages: Sequence[Message]) -> Iterator[tuple[Any, dict]]:
-    """Each dict whose ``content`` is a tool result, with the call id it answers."""
-    for message in messages:
-        if message.get("role") == "tool":
-            yield message.get("tool_call_id"), message
-        for block in blocks(message):
-            if is_block(block, "tool_result"):
-                yield block.get("tool_use_id"), block

@@ -69,10 +69,13 @@ def run_claude(
     timeout: float = 120,
     user: tuple[int, int] | None = None,
     wrapper: Sequence[str | Path] = (),
+    extra: Sequence[str] = (),
+    more_env: dict[str, str] | None = None,
 ) -> AgentRun:
     """``claude -p PROMPT`` in ``cwd``: a new session (``session_id``), or ``resume`` one;
     ``model``: ``--model`` (default: Claude Code's own); ``user``: as that (uid, gid), whose
-    the home must be."""
+    the home must be; ``extra``: more options (``--mcp-config FILE``); ``more_env``: more
+    variables."""
     home.home.mkdir(parents=True, exist_ok=True)
     home.config.mkdir(parents=True, exist_ok=True)
     command: list[str] = [str(agent_bin("claude")), "-p", "--output-format", "json"]
@@ -83,13 +86,14 @@ def run_claude(
         command += ["--session-id", session_id]
     if model:
         command += ["--model", model]
-    command.append(prompt)
+    command += [*extra, prompt]
     env = {
         **_QUIET,
         "HOME": str(home.home),
         "CLAUDE_CONFIG_DIR": str(home.config),
         "ANTHROPIC_BASE_URL": server.url,
         "ANTHROPIC_API_KEY": "sk-ant-test-local-server",
+        **(more_env or {}),
     }
     done = run_agent(command, cwd, env, timeout, user, wrapper=wrapper)
     return AgentRun(

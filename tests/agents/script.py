@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +51,8 @@ class Script:
     side_reply: Reply = SIDE
     compaction_phrase: str = ""
     summary_format: str = "{summary}"
+    # a reply that depends on the request (a model that answers what it is sent), before the list
+    reacting: Callable[[Any], Reply | None] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def extend(self, replies: Iterable[Reply]) -> None:
@@ -63,7 +65,10 @@ class Script:
     def summary_text(self) -> str:
         return self.summary_format.format(summary=self.summary)
 
-    def next_reply(self) -> Reply:
+    def next_reply(self, body: Any = None) -> Reply:
+        reacted = self.reacting(body) if self.reacting is not None else None
+        if reacted is not None:
+            return reacted
         with self._lock:
             return self.replies.pop(0) if self.replies else self.default
 

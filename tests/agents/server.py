@@ -168,7 +168,7 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 elif responses_api.is_remote_compaction(body):
                     reply = Reply(compaction=responses_api.encrypted(server.script.summary))
                 else:
-                    reply = server.script.next_reply()
+                    reply = server.script.next_reply(body)
                 model = str(body.get("model"))
                 tokens, cached = self._openai_usage(path, body, raw)
                 self._stream(responses_api.stream(reply, model, tokens, cached))
@@ -190,7 +190,7 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             if anthropic_api.is_compaction(body):
                 reply = anthropic_api.summary_reply(server.script.summary)
             else:
-                reply = server.script.next_reply()
+                reply = server.script.next_reply(body)
             billed = server.billing and anthropic_usage(server.billing.messages(body))
             model = str(body.get("model"))
             whole = anthropic_api.message(reply, model, server.input_tokens(raw), billed or None)
@@ -275,7 +275,7 @@ def _turn_reply(server: ModelServer, offers_tools: bool, body: dict[str, Any]) -
         return Reply(text=server.script.summary_text())
     if not offers_tools:
         return server.script.side_reply
-    return server.script.next_reply()
+    return server.script.next_reply(body)
 
 
 def _error(path: str, reason: str) -> dict[str, Any]:

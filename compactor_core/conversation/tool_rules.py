@@ -1,0 +1,255 @@
+"""What each agent's tools do to files, folders and commands: the data staleness reads (issue 35).
+
+A rule says what a tool does — reads a file, writes one (an edit too), applies a patch that names
+its files, lists a folder, runs a command, searches — and which fields of its input name the file,
+the folder or the command (the first one present). A tool may have several rules, each for the
+inputs that hold given values (OpenHands' ``str_replace_editor`` reads with ``command: view`` and
+writes otherwise): the first that applies is the tool's. A field holding a list names one subject
+(Codex's argv), or one per item with ``many`` (Cline's ``read_files``). A read names the part
+of the file it read by its range fields (``offset``, ``limit``, ``start_line``, …).
+
+Users add rules, or replace a built-in one, in the config file's ``[tools]`` table (README,
+"Stale results first"); kind ``none`` takes a tool out.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+READ, WRITE, PATCH, LIST, RUN, SEARCH, NONE = (
+    "read",
+    "write",
+    "patch",
+    "list",
+    "run",
+    "search",
+    "none",
+)
+KINDS = (READ, WRITE, PATCH, LIST, RUN, SEARCH, NONE)
+# What a tool's kind touches: a file's content, a folder's listing, a command's output, a search's.
+FILE, FOLDER, COMMAND, SEARCHED = "file", "folder", "command", "search"
+DOMAINS = {READ: FILE, WRITE: FILE, PATCH: FILE, LIST: FOLDER, RUN: COMMAND, SEARCH: SEARCHED}
+
+SHOWN = 40  # characters of a subject a marker shows (a marker costs what it says)
+RANGE_KEYS = ("offset", "limit", "start_line", "end_line", "view_range", "line_range", "lines")
+ITEM_PATH_KEYS = ("path", "file_path", "absolute_path", "filePath")
+PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.M)
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str  # one of KINDS
+    keys: tuple[str, ...] = ()  # input fields naming the subject, the first present wins
+    when: tuple[tuple[str, Any], ...] = ()  # the rule applies to inputs holding these values
+    many: bool = False  # a list in the field names several subjects, not one
+
+    def applies(self, arguments: Mapping[str, Any]) -> bool:
+        return all(arguments.get(field) == value for field, value in self.when)
+
+
+Rules = tuple[tuple[str, tuple[Rule, ...]], ...]  # tool name -> its rules: frozen, hashable
+
+
+def _one(kind: str, *keys: str, many: bool = False) -> tuple[Rule, ...]:
+    return (Rule(kind, keys, many=many),)
+
+
+_PATHS = ("file_path", "path", "absolute_path", "filePath")
+# The built-in rules, by the tool names each agent gives its tools (README lists them per agent).
+BUILT_IN: dict[str, tuple[Rule, ...]] = {
+    # Claude Code
+    "Read": _one(READ, "file_path"),
+    "Edit": _one(WRITE, "file_path"),
+    "MultiEdit": _one(WRITE, "file_path"),
+    "Write": _one(WRITE, "file_path"),
+    "NotebookEdit": _one(WRITE, "notebook_path"),
+    "Bash": _one(RUN, "command"),
+    "Grep": _one(SEARCH, "pattern"),
+    "Glob": _one(SEARCH, "pattern"),
+    "LS": _one(LIST, "path"),
+    # Codex
+    "shell": _one(RUN, "command"),
+    "shell_command": _one(RUN, "command"),
+    "exec_command": _one(RUN, "cmd"),
+    "local_shell": _one(RUN, "command"),
+    "apply_patch": _one(PATCH, "input", "patch"),
+    # Gemini CLI and Qwen Code
+    "read_file": _one(READ, "absolute_path", "file_path", "path"),
+    "read_many_files": _one(SEARCH, "paths"),
+    "write_file": _one(WRITE, *_PATHS),
+    "replace": _one(WRITE, *_PATHS),
+    "edit": _one(WRITE, *_PATHS),
+    "run_shell_command": _one(RUN, "command"),
+    "list_directory": _one(LIST, "dir_path", "path"),
+    "glob": _one(SEARCH, "pattern"),
+    "search_file_content": _one(SEARCH, "pattern"),
+    "grep_search": _one(SEARCH, "pattern"),
+    # pi and OpenCode
+    "read": _one(READ, *_PATHS),
+    "write": _one(WRITE, *_PATHS),
+    "bash": _one(RUN, "command"),
+    "ls": _one(LIST, "path"),
+    "list": _one(LIST, "path"),
+    "grep": _one(SEARCH, "pattern"),
+    "find": _one(SEARCH, "pattern"),
+    # Copilot CLI
+    "view": _one(READ, "path"),
+    "create": _one(WRITE, "path"),
+    "str_replace": _one(WRITE, "path"),
+    "insert": _one(WRITE, "path"),
+    # Cline
+    "read_files": _one(READ, "files", "paths", "path", many=True),
+    "editor": _one(WRITE, *_PATHS),
+    "run_commands": _one(RUN, "commands", "command", many=True),
+    "list_files": _one(LIST, "path"),
+    "search_files": _one(SEARCH, "regex", "pattern"),
+    "write_to_file": _one(WRITE, "path"),
+    "replace_in_file": _one(WRITE, "path"),
+    "execute_command": _one(RUN, "command"),
+    # OpenHands (the corpus's OpenAI-style coding session)
+    "execute_bash": _one(RUN, "command"),
+    "str_replace_editor": (
+        Rule(READ, ("path",), (("command", "view"),)),
+        Rule(WRITE, ("path",)),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Touch:
+    """One thing a call read, wrote, listed, ran or searched."""
+
+    kind: str  # the call's kind: READ, WRITE, ...
+    domain: str  # FILE, FOLDER, COMMAND or SEARCHED: touches of one domain and subject meet
+    subject: str  # the path, folder or command as the call named it, normalized
+    part: str = ""  # a read's range ("" : the whole file); a search's whole input
+
+    @property
+    def shown(self) -> str:
+        """The subject as a marker shows it: one line of at most 60 characters, a path's end
+        (its file's name) and a command's start."""
+        line = self.subject.splitlines()[0] if self.subject.strip() else self.subject
+        if len(line) <= SHOWN:
+            return line
+        return "…" + line[1 - SHOWN :] if self.domain in (FILE, FOLDER) else line[: SHOWN - 1] + "…"
+
+
+def rules_table(extra: Rules = ()) -> dict[str, tuple[Rule, ...]]:
+    """The built-in rules, with the user's (``Settings.tool_rules``) added or in their place."""
+    return {**BUILT_IN, **dict(extra)}
+
+
+def touches(tool: str, arguments: Any, table: Mapping[str, tuple[Rule, ...]]) -> list[Touch]:
+    """What a call of ``tool`` with these arguments touched (none: nothing it can go stale by)."""
+    arguments = _as_mapping(arguments)
+    rule = next((rule for rule in table.get(tool, ()) if rule.applies(arguments)), None)
+    if rule is None or rule.kind not in DOMAINS:
+        return []
+    if rule.kind == SEARCH:
+        shown = _first_text(arguments, rule.keys) or _canonical(arguments)
+        return (
+            [Touch(SEARCH, SEARCHED, shown, f"{tool} {_canonical(arguments)}")] if arguments else []
+        )
+    found = [(subject, part) for subject, part in _subjects(rule, arguments) if subject.strip()]
+    if not found and rule.kind == LIST:
+        found = [(".", "")]  # a listing without a folder lists the working folder
+    domain = DOMAINS[rule.kind]
+    return [Touch(rule.kind, domain, _normal(domain, subject), part) for subject, part in found]
+
+
+def _subjects(rule: Rule, arguments: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    value = next((arguments[key] for key in rule.keys if arguments.get(key) is not None), None)
+    whole_range = _range(arguments) if rule.kind == READ else ""
+    if rule.kind == PATCH:
+        for match in PATCH_FILE.finditer(value if isinstance(value, str) else ""):
+            yield (match.group(1) or match.group(2)).strip(), ""
+    elif isinstance(value, str):
+        yield value, whole_range
+    elif isinstance(value, list) and rule.many:
+        for item in value:
+            if isinstance(item, dict):
+                path = _first_text(item, ITEM_PATH_KEYS)
+                yield path or "", _range(item) if rule.kind == READ else ""
+            elif isinstance(item, str):
+                yield item, whole_range
+    elif isinstance(value, list) and all(isinstance(item, str) for item in value):
+        yield " ".join(value), whole_range  # an argv: one command
+
+
+def _as_mapping(arguments: Any) -> Mapping[str, Any]:
+    """A call's input as a mapping: OpenAI's arguments are JSON text; a custom tool's (Codex's
+    ``apply_patch``) input is plain text, taken as the field ``input``."""
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except ValueError:
+            return {"input": arguments}
+        return parsed if isinstance(parsed, dict) else {"input": arguments}
+    return arguments if isinstance(arguments, dict) else {}
+
+
+def _first_text(arguments: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    return next((arguments[key] for key in keys if isinstance(arguments.get(key), str)), None)
+
+
+def _range(arguments: Mapping[str, Any]) -> str:
+    present = {key: arguments[key] for key in RANGE_KEYS if arguments.get(key) is not None}
+    return _canonical(present) if present else ""
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _normal(domain: str, subject: str) -> str:
+    subject = subject.strip()
+    if domain in (FILE, FOLDER) and "://" not in subject:  # a path, not an address
+        return posixpath.normpath(subject) if subject else "."
+    return subject
+
+
+# --- rules from the config file ------------------------------------------------------------------
+
+
+def parse_rules(table: Any, where: str) -> Rules:
+    """The ``[tools]`` table of the config file as rules; a ValueError says what is wrong.
+
+    Each key is a tool's name; its value one rule or a list of rules, each a table with
+    ``kind`` (one of KINDS), and optionally ``keys`` (a list of input fields), ``when`` (a table
+    of input values) and ``many`` (a boolean).
+    """
+    if not isinstance(table, dict):
+        raise ValueError(f"{where} must be a table of tool names")
+    parsed = []
+    for tool, value in table.items():
+        entries = value if isinstance(value, list) else [value]
+        parsed.append((tool, tuple(_rule(entry, f"{where}.{tool}") for entry in entries)))
+    return tuple(parsed)
+
+
+def _rule(entry: Any, where: str) -> Rule:
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where} must be a table with a kind")
+    unknown = set(entry) - {"kind", "keys", "when", "many"}
+    if unknown:
+        raise ValueError(f"{where}: unknown field {min(unknown)!r}")
+    kind, keys = entry.get("kind"), entry.get("keys", [])
+    when, many = entry.get("when", {}), entry.get("many", False)
+    if kind not in KINDS:
+        raise ValueError(f"{where}.kind must be one of {', '.join(KINDS)}")
+    if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
+        raise ValueError(f"{where}.keys must be a list of input field names")
+    if not isinstance(when, dict) or not all(_scalar(value) for value in when.values()):
+        raise ValueError(f"{where}.when must be a table of input values (text, numbers, booleans)")
+    if not isinstance(many, bool):
+        raise ValueError(f"{where}.many must be true or false")
+    return Rule(kind, tuple(keys), tuple(sorted(when.items())), many)
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool)
