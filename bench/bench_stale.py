@@ -16,6 +16,9 @@ Per session (the corpus's transcripts and its two Claude Code session files):
   quarters still hold once micro-compacted (what the model can still see): stale first at least
   what age alone keeps (as bench_full measures a summary's recall).
 
+And ``stale.mcp_start``: ``ctxpack mcp`` started and stopped (an empty input), against the
+issue's 300 ms.
+
     python bench/run.py stale
 """
 
@@ -24,7 +27,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, replace
 
-from harness import ROOT, Report
+from harness import CTXPACK, ROOT, Report
 
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -39,6 +42,7 @@ from compactor_core.settings import Settings
 
 SENT_TARGET = 0.90
 BILL_TARGET = 1.00
+MCP_START = 0.300  # seconds ctxpack mcp may take to start
 STALE_SHARE = 0.45  # about this share of a real Claude Code session's tool-result tokens
 CODING = ("cc_", "oai_openhands", "claude")  # the sessions of coding agents
 
@@ -58,6 +62,20 @@ class Row:
 
 
 def run(report: Report) -> None:
+    report.case("stale.replay", lambda: _replays(report))
+    report.case("stale.mcp_start", lambda: _mcp_start(report))
+
+
+def _mcp_start(report: Report) -> None:
+    """``ctxpack mcp`` from its start to its end on an empty input: the SDK imported, the server
+    made, stdio read; beside ``ctxpack --version`` (the command line's own start)."""
+    ours, base = report.time_pair([CTXPACK, "mcp"], [CTXPACK, "--version"])
+    report.ratio(
+        "stale.mcp_start", ours, MCP_START, 1.0, note=f"ctxpack --version: {base * 1000:.0f} ms"
+    )
+
+
+def _replays(report: Report) -> None:
     bundled = transcripts() + session_files()
     rows = [measure(label, recording) for label, recording in bundled if _has_tools(recording)]
     for line in table(rows):

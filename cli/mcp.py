@@ -26,7 +26,7 @@ INSTRUCTIONS = (
 
 @click.command(
     epilog=options.epilog(
-        "claude mcp add ctxpack -- ctxpack mcp     # Claude Code: the recall tool",
+        "ctxpack mcp          # on stdio; ctxpack setup claude registers it with Claude Code",
     )
 )
 def mcp() -> None:

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import difflib
 import os
+import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
-from compactor_core.errors import UsageError
+from compactor_core.errors import ConfigError, UsageError
 
 from . import io, options
 from .serve import DEFAULT_PORT
 
 DEFAULT_ADDRESS = f"http://127.0.0.1:{DEFAULT_PORT}"
+T = TypeVar("T")
 
 
 @click.command(
@@ -32,10 +36,16 @@ DEFAULT_ADDRESS = f"http://127.0.0.1:{DEFAULT_PORT}"
     metavar="URL",
     help="Where serve listens (ctxpack serve --port, --host).",
 )
+@click.option(
+    "--no-recall",
+    is_flag=True,
+    help="Claude Code: leave its MCP servers alone (by default `ctxpack mcp` joins them in "
+    ".claude.json, when the mcp extra is installed).",
+)
 @click.option("--undo", is_flag=True, help="Put back the file as it was before the first setup.")
 @click.option("--dry-run", is_flag=True, help="Show the change; write nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Write without asking.")
-def setup(agent: str, address: str, undo: bool, dry_run: bool, yes: bool) -> None:
+def setup(agent: str, address: str, no_recall: bool, undo: bool, dry_run: bool, yes: bool) -> None:
     """Make AGENT go through a running ctxpack serve every time, in its own settings.
 
     Claude Code: env.ANTHROPIC_BASE_URL in its settings.json. Codex: a provider "ctxpack" at
@@ -52,16 +62,22 @@ def setup(agent: str, address: str, undo: bool, dry_run: bool, yes: bool) -> Non
         path = pointing.claude_settings_path(os.environ, home)
     else:
         path = pointing.codex_config_path(os.environ, home)
+    recall = agent == "claude" and not no_recall and _has_mcp()
+    state = pointing.claude_state_path(os.environ, home)
     if undo:
         io.warn(changes.undo(path))
+        if agent == "claude":
+            _unregister(state)
         return
     old = path.read_bytes() if path.exists() else None
     route = pointing.pointing(agent, os.environ, home)
     address = address.rstrip("/")
     if agent == "claude":
-        new = changes.claude_settings(old, address)
+        new = _read_as(path, lambda: changes.claude_settings(old, address))
     else:
         new = changes.codex_config(old, route, route.proxied(address))
+    if recall and not dry_run:
+        _register(state, yes)
     if new == old:
         io.warn(f"{path}: already set up, nothing to change")
         return
@@ -77,6 +93,54 @@ def setup(agent: str, address: str, undo: bool, dry_run: bool, yes: bool) -> Non
     io.warn(f"undo: ctxpack setup {agent} --undo")
     if not route.base_url.startswith(address):
         io.warn(f"serve must be running: ctxpack serve --upstream {route.upstream} (--install)")
+
+
+def _has_mcp() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("mcp") is not None
+
+
+def _ctxpack_command() -> str:
+    """This ctxpack, by an absolute path: the agent may start it with another PATH."""
+    return os.path.abspath(shutil.which("ctxpack") or sys.argv[0])
+
+
+def _register(state: Path, yes: bool) -> None:
+    """``ctxpack mcp`` among Claude Code's MCP servers (``.claude.json``), asked like the rest."""
+    from compactor_core.disk.atomic import atomic_write
+    from compactor_core.serve import setup as changes
+
+    old = state.read_bytes() if state.exists() else None
+    new = _read_as(state, lambda: changes.claude_mcp(old, _ctxpack_command()))
+    if new == old:
+        return
+    io.warn(f"{state}: mcpServers.{changes.MCP_SERVER} = {_ctxpack_command()} mcp (recall)")
+    if _confirmed(yes):
+        atomic_write(state, new, new_file_mode=0o600)
+
+
+def _unregister(state: Path) -> None:
+    from compactor_core.disk.atomic import atomic_write
+    from compactor_core.serve import setup as changes
+
+    if not state.exists():
+        return
+    old = state.read_bytes()
+    new = _read_as(state, lambda: changes.claude_mcp_removed(old))
+    if new is None:
+        state.unlink()
+    elif new != old:
+        atomic_write(state, new)
+    io.warn(f"{state}: mcpServers.{changes.MCP_SERVER} taken out")
+
+
+def _read_as(path: Path, change: Callable[[], T]) -> T:
+    """The change, its file named in a ConfigError (a file that is not JSON)."""
+    try:
+        return change()
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from None
 
 
 def _diff(path: Path, old: bytes | None, new: bytes) -> str:

@@ -181,13 +181,15 @@ def micro_in_place(
     exclude_tools: Any = (),
     min_chars: int = 0,
     compat: bool = False,
+    stale: bool = True,
 ) -> Any:
     """Micro compaction written back into ``messages`` (the list, not its dicts), for tests that
-    look at the list afterwards; ``micro_compact`` itself returns a new list."""
+    look at the list afterwards; ``micro_compact`` itself returns a new list. ``stale=False``:
+    by age alone, SPEC §2's markers exactly."""
     from compactor_core.compaction.micro import micro_compact
     from compactor_core.settings import Settings
 
-    settings = Settings(keep_recent, tuple(exclude_tools), min_chars, compat=compat)
+    settings = Settings(keep_recent, tuple(exclude_tools), min_chars, compat=compat, stale=stale)
     messages[:], result = micro_compact(messages, settings)
     return result
 

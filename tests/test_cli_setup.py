@@ -132,7 +132,32 @@ def test_claude_code_set_up_goes_through_the_running_serve(tmp_path: Path) -> No
             run_claude(home, cwd, "say hello", elsewhere).check()
         assert elsewhere.requests == []
         asked = len(server.model_requests)
+        offered = json.dumps(server.turn_requests[0].body)
     assert asked >= 1 and serve.log.count("POST /v1/messages") == asked
+    # ctxpack mcp joined its MCP servers: the recall tool is offered (deferred to its tool search)
+    assert "mcp__ctxpack__recall" in offered
+    assert setup(home.home, "claude", "--undo", env=env).returncode == 0
+    assert not (home.config / ".claude.json").exists() or "ctxpack" not in json.loads(
+        (home.config / ".claude.json").read_text()
+    ).get("mcpServers", {})
+
+
+def test_setup_leaves_claude_codes_own_state_and_takes_out_only_its_server(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / ".claude.json"
+    state.write_text(json.dumps({"numStartups": 3, "mcpServers": {"other": {"command": "x"}}}))
+    assert setup(tmp_path, "claude", "--yes").returncode == 0
+    servers = json.loads(state.read_text())["mcpServers"]
+    assert servers["ctxpack"]["args"] == ["mcp"] and servers["other"] == {"command": "x"}
+    state.write_text(json.dumps({"numStartups": 4, "mcpServers": servers}))  # Claude Code ran
+    assert setup(tmp_path, "claude", "--undo").returncode == 0
+    assert json.loads(state.read_text()) == {
+        "numStartups": 4,
+        "mcpServers": {"other": {"command": "x"}},
+    }
+    assert setup(tmp_path, "claude", "--yes", "--no-recall").returncode == 0
+    assert "ctxpack" not in json.loads(state.read_text())["mcpServers"]
 
 
 def test_codex_set_up_goes_through_the_running_serve(tmp_path: Path) -> None:

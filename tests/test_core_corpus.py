@@ -23,6 +23,7 @@ from helpers import (
 from reference import reference_estimate
 
 from compactor_core.compaction.estimate import breakdown, estimate
+from compactor_core.compaction.staleness import analyse
 from compactor_core.conversation.formats import dump, parse
 from compactor_core.conversation.tools import tool_result_turns
 
@@ -101,7 +102,7 @@ def test_chinese_text_weighs_more_than_its_characters_alone() -> None:
 def test_micro_on_real_transcripts(path: Path, keep_recent: int) -> None:
     original = load_json(path)
     messages = copy.deepcopy(original)
-    outcome = micro_in_place(messages, keep_recent=keep_recent)
+    outcome = micro_in_place(messages, keep_recent=keep_recent, stale=False)  # SPEC §2 exactly
     assert len(messages) == len(original)
     assert_only_tool_results_changed(original, messages)
 
@@ -126,7 +127,36 @@ def test_micro_on_real_transcripts(path: Path, keep_recent: int) -> None:
 
     assert estimate(messages) < estimate(original)
     again = copy.deepcopy(messages)
-    assert micro_in_place(again, keep_recent=keep_recent).truncated == 0
+    assert micro_in_place(again, keep_recent=keep_recent, stale=False).truncated == 0
+    assert again == messages
+
+
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda path: path.stem)
+def test_stale_results_first_on_real_transcripts(path: Path) -> None:
+    """By default (issue 35): each old result gets SPEC §2's marker, or one naming the later
+    result that made it stale; of the newest turns only duplicates change; a second run
+    changes nothing."""
+    original = load_json(path)
+    staleness = analyse(original)
+    messages = copy.deepcopy(original)
+    outcome = micro_in_place(messages)
+    names = tool_names_of(original)
+    superseded = 0
+    for before_message, after_message in zip(original, messages, strict=True):
+        pairs = zip(results_of(before_message), results_of(after_message), strict=True)
+        for (before, call_id), (after, _) in pairs:
+            if after == before:
+                continue
+            found = staleness.of(call_id)
+            if found is not None and after["content"] == found.marker():
+                superseded += 1
+                continue
+            tool, length = name_of(names, call_id), original_length(before.get("content"))
+            assert after["content"] == f"[truncated: {tool} result, {length} chars]"
+    assert superseded > 0 or not staleness.superseded
+    assert outcome.truncated >= superseded
+    again = copy.deepcopy(messages)
+    assert micro_in_place(again).truncated == 0
     assert again == messages
 
 

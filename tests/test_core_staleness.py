@@ -327,20 +327,26 @@ def test_batches_keep_their_markers_as_the_conversation_grows(messages, gain, ke
 
 
 def test_batches_take_a_stale_duplicate_among_the_newest_turns_first() -> None:
-    """A file read again within the newest turns: the cache-aware batch takes the first read at
-    once (the later one is there, whole), where age alone waits for it to grow old."""
+    """A file read again within the newest turns: the cache-aware batch that marks the old turns
+    takes the first read with them (the later one is there, whole), where age alone waits for
+    it to grow old; no batch comes sooner for it."""
     chat = [[{"role": "user", "content": "go on"}, {"role": "assistant", "content": "ok"}]] * 20
     messages = conversation(  # a long conversation: the batch pays for itself
         *chat,
+        call("b0", "Bash", {"command": "make all"}, "z" * 4000),
         call("r1", "Read", {"file_path": "a.py"}, "y" * 2000),
         call("b1", "Bash", {"command": "make"}, "z" * 100),
         call("r2", "Read", {"file_path": "a.py"}, "y" * 2000),
     )
     chosen = Settings(threshold=10**9, min_gain=100, keep_recent=3)
-    stale_first = contents(stable(messages, chosen).messages)
-    age_only = contents(stable(messages, replace(chosen, stale=False)).messages)
-    assert stale_first[0] == "[superseded: Read a.py, read again 2 turns later]"
-    assert stale_first[1:] == age_only[1:] and not any(is_marker(c) for c in age_only)
+    stale_first = stable(messages, chosen)
+    age_only = stable(messages, replace(chosen, stale=False))
+    assert contents(stale_first.messages)[:2] == [
+        "[truncated: Bash result, 4000 chars]",
+        "[superseded: Read a.py, read again 2 turns later]",
+    ]
+    assert contents(age_only.messages)[:2] == ["[truncated: Bash result, 4000 chars]", "y" * 2000]
+    assert stale_first.plan.batches == age_only.plan.batches == 1
 
 
 # --- the stale share (estimate --json) -----------------------------------------------------------

@@ -152,6 +152,13 @@ def claude_settings_path(environ: Mapping[str, str], home: Path) -> Path:
     return Path(folder) / "settings.json"
 
 
+def claude_state_path(environ: Mapping[str, str], home: Path) -> Path:
+    """Claude Code's own state, user-scope MCP servers in it: ``$CLAUDE_CONFIG_DIR/.claude.json``,
+    else ``~/.claude.json``."""
+    folder = environ.get("CLAUDE_CONFIG_DIR")
+    return Path(folder) / ".claude.json" if folder else home / ".claude.json"
+
+
 def codex_config_path(environ: Mapping[str, str], home: Path) -> Path:
     """Codex's ``config.toml``: in ``$CODEX_HOME``, else ``~/.codex``."""
     return Path(environ.get("CODEX_HOME") or home / ".codex") / "config.toml"

@@ -7,6 +7,9 @@
   (``pointing.codex_provider``), or a copy of the user's own provider at serve. The file
   is edited as text, so its comments and layout stay.
 
+- Claude Code's ``.claude.json`` (with the ``mcp`` extra): ``ctxpack mcp`` among its MCP servers,
+  so the model can recall what a marker replaced; ``undo`` takes that entry out again.
+
 The file as it was is kept beside it (``NAME.before-ctxpack``; ``NAME.before-ctxpack.absent``
 when there was none) the first time, and ``undo`` puts it back byte for byte.
 """
@@ -24,6 +27,7 @@ from ..errors import ConfigError, UsageError
 from .pointing import CODEX_PROVIDER, Pointing, codex_provider, toml_value
 
 BACKUP = ".before-ctxpack"
+MCP_SERVER = "ctxpack"  # its name among Claude Code's MCP servers: tools mcp__ctxpack__*
 ABSENT = ".before-ctxpack.absent"
 _TABLE_HEADER = re.compile(r"^\s*\[")
 
@@ -34,7 +38,29 @@ def claude_settings(old: bytes | None, base_url: str) -> bytes:
     settings: dict[str, Any] = _json_object(old) if old else {}
     env = settings.get("env") if isinstance(settings.get("env"), dict) else {}
     settings["env"] = {**env, "ANTHROPIC_BASE_URL": base_url}
-    return (json.dumps(settings, indent=2, ensure_ascii=False) + "\n").encode()
+    return _json_bytes(settings)
+
+
+def claude_mcp(old: bytes | None, command: str) -> bytes:
+    """Claude Code's ``.claude.json`` with ``ctxpack mcp`` among its user-scope MCP servers
+    (``mcpServers.ctxpack``); everything else in it (Claude Code's own state) as it was."""
+    state: dict[str, Any] = _json_object(old) if old else {}
+    servers = state.get("mcpServers") if isinstance(state.get("mcpServers"), dict) else {}
+    entry = {"type": "stdio", "command": command, "args": ["mcp"], "env": {}}
+    state["mcpServers"] = {**servers, MCP_SERVER: entry}
+    return _json_bytes(state)
+
+
+def claude_mcp_removed(old: bytes) -> bytes | None:
+    """``.claude.json`` without ``mcpServers.ctxpack``; None if nothing else was left in it.
+    (Claude Code rewrites this file as it runs: undo takes out ctxpack's entry, not the file.)"""
+    state = _json_object(old)
+    servers = state.get("mcpServers")
+    if isinstance(servers, dict):
+        servers.pop(MCP_SERVER, None)
+        if not servers:
+            del state["mcpServers"]
+    return _json_bytes(state) if state else None
 
 
 def codex_config(old: bytes | None, route: Pointing, base_url: str) -> bytes:
@@ -76,13 +102,17 @@ def undo(path: Path) -> str:
     raise UsageError(f"{path}: nothing to undo (no {backup.name} beside it)")
 
 
+def _json_bytes(value: dict[str, Any]) -> bytes:
+    return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode()
+
+
 def _json_object(data: bytes) -> dict[str, Any]:
     try:
         value = json.loads(data)
     except ValueError as error:
-        raise ConfigError(f"settings.json is not JSON: {error}") from None
+        raise ConfigError(f"not JSON: {error}") from None
     if not isinstance(value, dict):
-        raise ConfigError("settings.json does not hold a JSON object")
+        raise ConfigError("not a JSON object")
     return value
 
 

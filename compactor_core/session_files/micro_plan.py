@@ -175,7 +175,10 @@ class MicroChange:
         self.plan = plan
         # The plan chose the records; within one, every result the rules allow gets the marker,
         # by the default profile's rules (a session file is never a BareAgent conversation).
-        self.every_result = replace(settings, keep_recent=0, compat=False, images=False)
+        # By age alone: the index holds no tool inputs to tell a stale result by (README).
+        self.every_result = replace(
+            settings, keep_recent=0, compat=False, images=False, stale=False
+        )
         self.originals: list[Any] = []  # what markers with a recall handle replaced (pass 2)
 
     def __call__(self, index: int, record: Record) -> bool:

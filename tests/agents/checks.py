@@ -11,7 +11,8 @@ from pathlib import Path
 
 from helpers import original_length
 
-from agents.conversation import Conversation
+from agents.conversation import Conversation, text_of
+from compactor_core.compaction.staleness import NONE, Staleness, analyse
 
 KEEP_RECENT = 3  # ctxpack micro's default
 
@@ -43,19 +44,31 @@ def assert_well_formed(before: Conversation, after: Conversation, scratch: Path)
 
 
 def assert_micro(before: Conversation, after: Conversation, scratch: Path) -> Shrink:
-    """Only older tool results changed, each into its exact marker; the newest turns whole."""
+    """Only older tool results changed, each into its exact marker — the truncation marker, or
+    the one naming the later result that made it stale (issue 35) — and of the newest turns only
+    such stale duplicates."""
     shrink = assert_well_formed(before, after, scratch)
     assert after.calls == before.calls
     assert after.user_texts() == before.user_texts()
-    assert_newest_whole(before, after, KEEP_RECENT)
+    stale = analyse(before.messages)
+    assert_newest_whole(before, after, KEEP_RECENT, stale)
     markers = after.markers()
-    assert markers, "no tool result became a marker"
+    assert markers or stale.superseded, "no tool result became a marker"
     for call_id, match in markers.items():
         assert match["tool"] == before.calls[call_id]
         assert int(match["chars"]) == original_length(before.results[call_id])
     for call_id, content in after.results.items():
-        assert call_id in markers or content == before.results[call_id]
+        assert (
+            call_id in markers
+            or content == before.results[call_id]
+            or _superseded(stale, call_id, content)
+        )
     return shrink
+
+
+def _superseded(stale: Staleness, call_id: str, content: object) -> bool:
+    found = stale.of(call_id)
+    return found is not None and text_of(content) == found.marker()
 
 
 def assert_full(before: Conversation, after: Conversation, scratch: Path) -> Shrink:
@@ -68,11 +81,16 @@ def assert_full(before: Conversation, after: Conversation, scratch: Path) -> Shr
     return shrink
 
 
-def assert_newest_whole(before: Conversation, after: Conversation, keep: int) -> None:
+def assert_newest_whole(
+    before: Conversation, after: Conversation, keep: int, stale: Staleness = NONE
+) -> None:
+    """The newest ``keep`` turns whole, but for the ``stale`` duplicates a later result repeats."""
     newest = [call_id for turn in before.result_turns()[-keep:] for call_id in turn]
     assert newest
     for call_id in newest:
-        assert after.results.get(call_id) == before.results[call_id], f"{call_id} not whole"
+        content = after.results.get(call_id)
+        if content != before.results[call_id]:
+            assert _superseded(stale, call_id, content), f"{call_id} not whole"
 
 
 def assert_same_conversation(before: Conversation, after: Conversation) -> None:

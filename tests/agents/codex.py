@@ -47,6 +47,7 @@ class CodexHome:
         auto_compact_tokens: int | None,
         remote_compaction: bool = False,
         builtin_provider: bool = False,
+        more_config: Sequence[str] = (),
     ) -> None:
         """``remote_compaction``: the provider is named OpenAI, and Codex compacts the way it
         does with OpenAI's own API: the model's encrypted ``compaction`` item.
@@ -70,6 +71,7 @@ class CodexHome:
             "request_max_retries = 0",
             "stream_max_retries = 0",
             "stream_idle_timeout_ms = 60000",
+            *more_config,
         ]
         self.codex_home.mkdir(parents=True, exist_ok=True)
         (self.codex_home / "config.toml").write_text("\n".join(lines) + "\n")
@@ -87,10 +89,14 @@ def run_codex(
     builtin_provider: bool = False,
     timeout: float = 120,
     wrapper: Sequence[str | Path] = (),
+    more_config: Sequence[str] = (),
 ) -> AgentRun:
-    """``codex exec PROMPT`` in ``cwd``: a new session, or ``resume`` one."""
+    """``codex exec PROMPT`` in ``cwd``: a new session, or ``resume`` one; ``more_config``:
+    lines added to its config.toml (tables such as ``[mcp_servers.NAME]``)."""
     home.home.mkdir(parents=True, exist_ok=True)
-    home.configure(server, auto_compact_tokens, remote_compaction, builtin_provider)
+    home.configure(
+        server, auto_compact_tokens, remote_compaction, builtin_provider, more_config
+    )
     command: list[str] = [str(agent_bin("codex")), "exec", "--skip-git-repo-check", "--json"]
     command.append("--dangerously-bypass-approvals-and-sandbox")
     if resume:
