@@ -94,9 +94,7 @@ def run_codex(
     """``codex exec PROMPT`` in ``cwd``: a new session, or ``resume`` one; ``more_config``:
     lines added to its config.toml (tables such as ``[mcp_servers.NAME]``)."""
     home.home.mkdir(parents=True, exist_ok=True)
-    home.configure(
-        server, auto_compact_tokens, remote_compaction, builtin_provider, more_config
-    )
+    home.configure(server, auto_compact_tokens, remote_compaction, builtin_provider, more_config)
     command: list[str] = [str(agent_bin("codex")), "exec", "--skip-git-repo-check", "--json"]
     command.append("--dangerously-bypass-approvals-and-sandbox")
     if resume:
