@@ -60,11 +60,12 @@ def plan_request(
 
 
 def marks_of(
-    messages: list[Message], settings: Settings, decided: Plan | Cut
+    messages: list[Message], settings: Settings, plan: Plan, cut: Cut | None = None
 ) -> tuple[list[Message], MicroResult]:
     """The markers the plan (or one of its cuts) decided, as they read when they were made."""
+    decided = cut or plan
     at = dict(decided.marked_at)
-    return mark_turns(messages, settings, decided.marked, at, decided.single)
+    return mark_turns(messages, settings, decided.marked, at, decided.single, plan.staleness)
 
 
 def micro_in_batches(
@@ -123,11 +124,11 @@ def carry_out(
         now = the_plan.cuts_now and number == len(the_plan.cuts) - 1
         if now and before_summary is not None:
             before_summary()
-        compacted = _compact_at(messages, head, cut, settings, provider)
+        compacted = _compact_at(messages, head, the_plan, cut, settings, provider)
         if isinstance(compacted, ProviderError):
             if not now:
                 return cut
-            marked, micro = marks_of(messages, settings, cut)  # all before the cut
+            marked, micro = marks_of(messages, settings, the_plan, cut)  # all before the cut
             unmade = [*head, *(marked[index] for index in cut.live)]
             return StableResult(unmade, the_plan, micro, Status.FAILED, compacted)
         head = heads[key] = compacted
@@ -139,12 +140,13 @@ def carry_out(
 def _compact_at(
     messages: list[Message],
     head: list[Message],
+    the_plan: Plan,
     cut: Cut,
     settings: Settings,
     provider: Summarizer,
 ) -> list[Message] | ProviderError:
     """The new head: the request at the cut, its pending turn left out; or why it failed."""
-    then, _ = marks_of(messages, settings, cut)
+    then, _ = marks_of(messages, settings, the_plan, cut)
     result = full_compact([*head, *(then[index] for index in cut.live)], provider, settings)
     if result.status != Status.COMPACTED:
         return result.error or ProviderError("nothing to summarize")

@@ -45,6 +45,7 @@ from ..settings import Settings
 from .estimate import Counter, message_units, units_to_tokens
 from .full import find_pending_turn
 from .micro import mark_turns, staleness_of
+from .staleness import NONE, Staleness
 from .tokenizers import counter as counter_named
 
 CACHE_TTL = 300.0  # seconds a provider keeps a cached prefix (Anthropic's default, 5 minutes)
@@ -85,6 +86,7 @@ class Plan:
     catch_ups: int = 0  # requests at which the cache was found cold
     marked_at: tuple[tuple[int, int], ...] = ()  # (turn, the request it was marked at)
     single: frozenset[str] = frozenset()  # stale results of newer turns marked (call ids)
+    staleness: Staleness = NONE  # the conversation's stale results, found once for all its marks
 
 
 # Anthropic's cache prices, in input tokens: what a batch of markers weighs (the dearest rules:
@@ -201,7 +203,8 @@ class _Walk:
         self.marked_units = {
             index: message_units(every[index], counter) for turn in self.turns for index in turn
         }
-        self.stale = _StaleResults(messages, settings, counter)
+        self.staleness = staleness_of(messages, settings)
+        self.stale = _StaleResults(messages, settings, counter, self.staleness)
         per_token = counter.per_token
         self.fixed_units = fixed_tokens * per_token
         self.threshold_units = settings.threshold * per_token
@@ -315,6 +318,7 @@ class _Walk:
             self.catch_ups,
             marked_at,
             single,
+            self.staleness,
         )
 
     def _gain(self, position: int) -> int:
@@ -349,11 +353,13 @@ class _StaleResults:
     """The results a later one repeats (staleness.py), for the walk: where each is, what its
     marker frees, and the request from which on it is stale."""
 
-    def __init__(self, messages: list[Message], settings: Settings, counter: Counter) -> None:
-        duplicates = staleness_of(messages, settings).duplicates()
+    def __init__(
+        self, messages: list[Message], settings: Settings, counter: Counter, stale: Staleness
+    ) -> None:
+        duplicates = stale.duplicates()
         self.index: dict[str, int] = {}
         self.gains: dict[str, int] = {}
-        marked, _ = mark_turns(messages, settings, (), single=duplicates)
+        marked, _ = mark_turns(messages, settings, (), single=duplicates, stale=stale)
         for index, (before, after) in enumerate(zip(messages, marked, strict=True)):
             if before is after:
                 continue

@@ -117,13 +117,15 @@ def mark_turns(
     selected: Collection[int],
     marked_at: Mapping[int, int] | None = None,
     single: Collection[str] = (),
+    stale: Staleness | None = None,
 ) -> tuple[list[Message], MicroResult]:
     """Micro compaction of the chosen tool-result turns only (positions in
     ``tool_result_turns(messages)``, oldest 0), by the same rules: the cache-aware policy picks
     the turns (cache_plan.py), this writes their markers. Default profile only.
 
     ``marked_at``: the request (history length) each turn was marked at, whose staleness its
-    markers show; ``single``: stale results of other turns (call ids) marked as well."""
+    markers show; ``single``: stale results of other turns (call ids) marked as well; ``stale``:
+    the conversation's staleness, when the caller has it already (None: found here)."""
     turns = tool_result_turns(messages)
     at = marked_at or {}
     takes = [
@@ -134,7 +136,8 @@ def mark_turns(
     if single:
         takes += [Take(turn, None, frozenset(single)) for turn in turns]
     settings = replace(settings, compat=False)
-    return _truncate(messages, takes, settings, staleness_of(messages, settings))
+    found = stale if stale is not None else staleness_of(messages, settings)
+    return _truncate(messages, takes, settings, found)
 
 
 def _truncate(

@@ -23,7 +23,8 @@ LONG_TEXT = 2000  # characters; longer texts lose their middle in the second ste
 # A tool input still longer than this once its long strings are cut goes as its JSON text, cut.
 LONG_INPUT = 4 * LONG_TEXT
 KEEP_HEAD, KEEP_TAIL = 1200, 600
-EVERY_RESULT = Settings(keep_recent=0)
+# what the summarizer is shown of a history too long for it: every result as its SPEC §2 marker
+EVERY_RESULT = Settings(keep_recent=0, stale=False)
 
 
 def fit_prompt(

@@ -127,6 +127,8 @@ class KeptSummarizer:
         self.store = store
         self.identity = identity
         self.name = provider.name
+        # what the policy may count on: the same words for the same history, as its provider says
+        self.deterministic = bool(getattr(provider, "deterministic", False))
         self.written = 0  # summaries the model wrote
         self.reused = 0  # summaries given again
         self._stripes = [threading.Lock() for _ in range(_STRIPES)]
