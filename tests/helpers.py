@@ -234,3 +234,10 @@ def still_running(processes: list[Any], timeout: float) -> list[Any]:
         if not alive or time.monotonic() > deadline:
             return alive
         time.sleep(0.01)
+
+
+def jsonl(messages: Any) -> Any:
+    """A conversation of these messages, one a line (what a snapshot store keeps as JSONL)."""
+    from compactor_core.conversation.formats import Conversation
+
+    return Conversation(list(messages), "jsonl")

@@ -98,11 +98,32 @@ def test_full_snapshots_the_input_then_the_result(transcripts: Path) -> None:
     result = invoke("full", "--session-id", "s1", messages=messages)
     first, second = snapshots(transcripts)  # names sort by time
     assert first.read_bytes() == json.dumps(messages, ensure_ascii=False).encode()  # as it came
-    assert first.name.endswith(".original.json") and second.name.endswith(".result.jsonl")
-    assert [json.loads(line) for line in second.read_text().splitlines()] == output(result)
+    assert first.name.endswith(".original.json") and second.name.endswith(".result.json")
+    assert json.loads(second.read_text()) == output(result)  # in the input's shape
     for path in (first, second):
         assert path.name.startswith("s1_")
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_an_envelopes_result_snapshot_is_the_envelope_it_wrote(transcripts: Path) -> None:
+    envelope = {
+        "model": "claude-x",
+        "system": "Be brief.",
+        "max_tokens": 9,
+        "messages": big_session(),
+    }
+    result = invoke("full", "--session-id", "s2", stdin=json.dumps(envelope).encode())
+    assert result.exit_code == 0, result.stderr
+    kept = snapshots(transcripts)[-1]
+    assert kept.name.endswith(".result.json")
+    assert json.loads(kept.read_text()) == json.loads(result.stdout)
+    assert {
+        key: value for key, value in json.loads(kept.read_text()).items() if key != "messages"
+    } == {
+        "model": "claude-x",
+        "system": "Be brief.",
+        "max_tokens": 9,
+    }
 
 
 def test_full_request_through_the_cli(use: Any) -> None:

@@ -86,7 +86,7 @@ def test_foundation_runs_with_streams_and_environment_locked_away() -> None:
         estimate.breakdown(conversation.messages)
         micro.micro_compact(conversation.messages)
         store = snapshot_store.SnapshotStore(directory / "snaps")
-        store.save_result("s", conversation.messages)
+        store.save_result("s", conversation)
         store.select("s")[0].read()
         out_file = directory / "out.json"
         atomic.atomic_write(out_file, formats.dump(conversation))

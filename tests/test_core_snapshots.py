@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from helpers import jsonl
 
 from compactor_core.conversation.formats import parse
 from compactor_core.disk.atomic import atomic_write
@@ -59,7 +60,7 @@ def names_in(directory: Path) -> list[str]:
 
 def test_result_file_name_and_layout(tmp_path: Path, golden) -> None:
     store = SnapshotStore(tmp_path / "snaps", clock=fixed_clock)
-    path = store.save_result("sess-1", MESSAGES, Details(tokens=42))
+    path = store.save_result("sess-1", jsonl(MESSAGES), Details(tokens=42))
     assert path == tmp_path / "snaps" / "sess-1_2025-03-09T14-05-07-123456.result.jsonl"
     data = path.read_bytes()
     lines = data.decode("utf-8").splitlines()
@@ -103,7 +104,7 @@ def test_an_original_keeps_the_input_byte_for_byte(tmp_path: Path) -> None:
 
 def test_default_clock_is_local_time_with_microseconds(tmp_path: Path) -> None:
     before = datetime.now().replace(microsecond=0)
-    path = SnapshotStore(tmp_path).save_result("s", [])
+    path = SnapshotStore(tmp_path).save_result("s", jsonl([]))
     after = datetime.now()
     stamp = datetime.strptime(path.name[2:28], "%Y-%m-%dT%H-%M-%S-%f")
     assert before <= stamp <= after
@@ -112,7 +113,7 @@ def test_default_clock_is_local_time_with_microseconds(tmp_path: Path) -> None:
 def test_modes_file_0600_new_directory_0700(tmp_path: Path) -> None:
     old_umask = os.umask(0)  # even with a permissive umask
     try:
-        path = SnapshotStore(tmp_path / "new", clock=fixed_clock).save_result("s", MESSAGES)
+        path = SnapshotStore(tmp_path / "new", clock=fixed_clock).save_result("s", jsonl(MESSAGES))
     finally:
         os.umask(old_umask)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -124,14 +125,14 @@ def test_existing_directory_keeps_its_mode(tmp_path: Path) -> None:
     directory = tmp_path / "shared"
     directory.mkdir(mode=0o755)
     os.chmod(directory, 0o755)
-    SnapshotStore(directory, clock=fixed_clock).save_result("s", [])
+    SnapshotStore(directory, clock=fixed_clock).save_result("s", jsonl([]))
     assert stat.S_IMODE(directory.stat().st_mode) == 0o755
 
 
 def test_never_overwrites_the_same_moment_gets_the_next_microsecond(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path, clock=fixed_clock)
-    first = store.save_result("s", [{"role": "user", "content": "first"}])
-    second = store.save_result("s", [{"role": "user", "content": "second"}])
+    first = store.save_result("s", jsonl([{"role": "user", "content": "first"}]))
+    second = store.save_result("s", jsonl([{"role": "user", "content": "second"}]))
     assert first.name == "s_2025-03-09T14-05-07-123456.result.jsonl"
     assert second.name == "s_2025-03-09T14-05-07-123457.result.jsonl"
     assert json.loads(first.read_text())["content"] == "first"
@@ -141,7 +142,7 @@ def test_never_overwrites_the_same_moment_gets_the_next_microsecond(tmp_path: Pa
 def test_no_temporary_files_are_left(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path / "s", clock=fixed_clock)
     for _ in range(3):
-        store.save_result("s", MESSAGES)
+        store.save_result("s", jsonl(MESSAGES))
     names = names_in(tmp_path / "s")
     assert len(names) == 6  # three snapshots, three .meta files
     assert all(DATA_NAME.fullmatch(name.removesuffix(".meta")) for name in names)
@@ -149,7 +150,7 @@ def test_no_temporary_files_are_left(tmp_path: Path) -> None:
 
 def _save_in_thread(store: SnapshotStore, barrier: threading.Barrier, number: int, out: list):
     barrier.wait()
-    out.append(store.save_result("same", [{"role": "user", "content": f"writer {number}"}]))
+    out.append(store.save_result("same", jsonl([{"role": "user", "content": f"writer {number}"}])))
 
 
 def test_eight_threads_at_the_same_moment_all_succeed(tmp_path: Path) -> None:
@@ -170,7 +171,7 @@ def _save_in_process(directory: str, barrier, number: int, queue) -> None:
     store = SnapshotStore(Path(directory), clock=fixed_clock)
     barrier.wait()
     try:
-        saved = store.save_result("same", [{"role": "user", "content": f"writer {number}"}])
+        saved = store.save_result("same", jsonl([{"role": "user", "content": f"writer {number}"}]))
         queue.put(str(saved))
     except Exception as error:  # reported to the test, which fails on it
         queue.put(f"error: {error!r}")
@@ -376,7 +377,7 @@ def test_invalid_session_ids_are_refused_not_rewritten(tmp_path: Path, session_i
         check_session_id(session_id)
     store = SnapshotStore(tmp_path / "snaps", clock=fixed_clock)
     with pytest.raises(UsageError):
-        store.save_result(session_id, MESSAGES)
+        store.save_result(session_id, jsonl(MESSAGES))
     with pytest.raises(UsageError):
         store.select(session_id)
     assert not (tmp_path / "snaps").exists()  # refused before anything was created
@@ -435,8 +436,8 @@ class Ticking:
 def test_snapshots_newest_first_and_selected(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path, clock=Ticking())
     a1 = store.save_original("a", b"[]\n", Details("array"), tmp_path / "x.json")
-    b1 = store.save_result("b", [{"role": "user", "content": "b1"}])
-    a2 = store.save_result("a", [{"role": "user", "content": "a2"}])
+    b1 = store.save_result("b", jsonl([{"role": "user", "content": "b1"}]))
+    a2 = store.save_result("a", jsonl([{"role": "user", "content": "a2"}]))
     (tmp_path / "notes.txt").write_text("not a snapshot")
     (tmp_path / ".a.123.xyz.ctxpack-tmp").write_text("a temporary file")
     assert [snapshot.path for snapshot in store.snapshots()] == [a2, b1, a1]
@@ -453,8 +454,8 @@ def test_snapshots_newest_first_and_selected(tmp_path: Path) -> None:
 
 def test_session_ids_with_underscores_and_stamps_are_told_apart(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path, clock=Ticking())
-    store.save_result("a_b", [])
-    store.save_result("a", [])
+    store.save_result("a_b", jsonl([]))
+    store.save_result("a", jsonl([]))
     assert sorted(snapshot.session_id for snapshot in store.snapshots()) == ["a", "a_b"]
 
 
@@ -468,7 +469,7 @@ def test_snapshots_of_earlier_versions_are_listed_as_unknown(tmp_path: Path) -> 
 
 def test_a_lost_meta_file_still_lists_the_snapshot(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path, clock=fixed_clock)
-    path = store.save_result("s", MESSAGES)
+    path = store.save_result("s", jsonl(MESSAGES))
     path.with_name(path.name + ".meta").write_text("{torn")
     [snapshot] = store.snapshots()
     assert (snapshot.kind, snapshot.messages) == ("result", None)
@@ -476,7 +477,7 @@ def test_a_lost_meta_file_still_lists_the_snapshot(tmp_path: Path) -> None:
 
 def test_remove_takes_the_meta_file_too(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path / "snaps", clock=fixed_clock)
-    store.save_result("s", MESSAGES)
+    store.save_result("s", jsonl(MESSAGES))
     store.remove(store.snapshots()[0])
     assert names_in(tmp_path / "snaps") == []
 
@@ -496,14 +497,14 @@ def test_directory_that_is_a_file_is_an_output_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
     with pytest.raises(OutputError, match=r"file: snapshot: cannot write: Not a directory"):
-        SnapshotStore(blocker).save_result("s", MESSAGES)
+        SnapshotStore(blocker).save_result("s", jsonl(MESSAGES))
     assert blocker.read_text() == "x"
 
 
 def test_lone_surrogate_survives_a_snapshot(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path, clock=fixed_clock)
     messages = [{"role": "user", "content": "a\ud800b"}]
-    path = store.save_result("s", messages)
+    path = store.save_result("s", jsonl(messages))
     assert parse(path.read_bytes()).messages == messages
 
 
@@ -518,7 +519,7 @@ def test_a_link_planted_at_a_snapshots_name_is_never_followed(tmp_path: Path) ->
     taken = "s_2025-03-09T14-05-07-123456.result.jsonl"
     (tmp_path / "snaps" / taken).symlink_to(victim)
     (tmp_path / "snaps" / (taken.replace("123456", "123457") + ".meta")).symlink_to(victim)
-    path = store.save_result("s", MESSAGES)  # both names taken: it moves on to a free one
+    path = store.save_result("s", jsonl(MESSAGES))  # both names taken: it moves on to a free one
     assert path.name == taken.replace("123456", "123458")
     assert victim.read_bytes() == b"only root may write this\n"
     assert [snapshot.path.name for snapshot in store.snapshots() if snapshot.trusted] == [path.name]
@@ -526,8 +527,8 @@ def test_a_link_planted_at_a_snapshots_name_is_never_followed(tmp_path: Path) ->
 
 def test_a_record_that_is_a_link_or_not_an_object_is_not_trusted(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path / "snaps", clock=Ticking())
-    first = store.save_result("s", MESSAGES)
-    second = store.save_result("s", MESSAGES)
+    first = store.save_result("s", jsonl(MESSAGES))
+    second = store.save_result("s", jsonl(MESSAGES))
     meta = second.with_name(second.name + ".meta")
     meta.unlink()
     meta.symlink_to(first.with_name(first.name + ".meta"))  # a record borrowed by a link
@@ -537,7 +538,7 @@ def test_a_record_that_is_a_link_or_not_an_object_is_not_trusted(tmp_path: Path)
 
 def test_a_snapshot_that_is_a_link_is_not_read(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path / "snaps")
-    path = store.save_result("s", MESSAGES)
+    path = store.save_result("s", jsonl(MESSAGES))
     elsewhere = tmp_path / "elsewhere.jsonl"
     elsewhere.write_bytes(path.read_bytes())
     path.unlink()
@@ -566,10 +567,10 @@ def test_a_store_others_can_write_to_is_refused_for_reading_and_writing(
 ) -> None:
     folder = tmp_path / "snaps"
     store = SnapshotStore(folder)
-    store.save_result("s", MESSAGES)
+    store.save_result("s", jsonl(MESSAGES))
     os.chmod(folder, mode)
     with pytest.raises(UnsafeLocation, match="others can write to it"):
         store.snapshots()
     with pytest.raises(UnsafeLocation):
-        store.save_result("s", MESSAGES)
+        store.save_result("s", jsonl(MESSAGES))
     assert len(os.listdir(folder)) == 2

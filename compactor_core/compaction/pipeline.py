@@ -381,7 +381,10 @@ class SnapshotKeeper:
         from ..snapshots.base import Details
 
         details = Details(tokens=tokens)
-        path = self.store.save_result(self.session_id, messages, details, self.source)
+        result = self.conversation.with_messages(messages)
+        if self.settings.compat:  # BareAgent writes its transcripts one message a line
+            result = Conversation(messages, "jsonl")
+        path = self.store.save_result(self.session_id, result, details, self.source)
         return (str(path),)
 
 

@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..conversation.formats import Message, dumps
+from ..conversation.formats import Conversation, dump, dumps
 from ..disk.atomic import atomic_write
 from ..errors import ConfigError, CtxpackError, InputUnreadable, IsADirectory, OutputError
 from ..snapshots.base import (
@@ -266,13 +266,12 @@ class ObjectSnapshotStore:
     def save_result(
         self,
         session_id: str,
-        messages: list[Message],
+        result: Conversation,
         details: Details = NO_DETAILS,
         source: Path | None = None,
     ) -> PurePosixPath:
-        data = b"".join(dumps(message) + b"\n" for message in messages)
-        details = Details("jsonl", len(messages), details.tokens)
-        return self._save(session_id, RESULT, data, details, source)
+        details = Details(result.shape, len(result.messages), details.tokens)
+        return self._save(session_id, RESULT, dump(result), details, source)
 
     @contextmanager
     def keep_original(self, file: Path, opened: int, size: int, how: Keeping) -> Iterator[Kept]:

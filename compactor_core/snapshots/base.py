@@ -11,8 +11,9 @@ A snapshot store (a local folder: ``snapshot_store.SnapshotStore``; a URL:
   microsecond both succeed (the second takes the next microsecond).
 - ``kind`` is ``original`` (the input before compaction, byte for byte: BOM, formatting,
   envelope keys, every record of an agent's session file), ``result`` (the compacted
-  conversation, one message per line) or ``replaced`` (a file as ``restore`` found it before
-  putting an original back, so that a restore loses nothing either).
+  conversation in the input's shape: an array, an envelope with all its fields, or JSONL) or
+  ``replaced`` (a file as ``restore`` found it before putting an original back, so that a
+  restore loses nothing either).
 - ``ext`` is ``json`` for a JSON array or request envelope, ``jsonl`` for everything else.
 - The ``.meta`` of a file's original (or replaced) snapshot also says what ctxpack left at the
   file (``rewritten``: its size, hash, inode and mtime just after the rewrite): so a later run
@@ -37,7 +38,7 @@ from pathlib import Path, PurePath
 from typing import Any, Protocol
 
 from .. import defaults
-from ..conversation.formats import Message
+from ..conversation.formats import Conversation
 from ..errors import UsageError
 
 DEFAULT_SESSION = defaults.SESSION_ID
@@ -180,11 +181,12 @@ class Snapshots(Protocol):
     def save_result(
         self,
         session_id: str,
-        messages: list[Message],
+        result: Conversation,
         details: Details = NO_DETAILS,
         source: Path | None = None,
     ) -> PurePath:
-        """Keep a compacted conversation, one message per line."""
+        """Keep a compacted conversation, in its input's shape (an envelope keeps its model,
+        system and every other field)."""
 
     def keep_original(
         self, file: Path, opened: int, size: int, how: Keeping

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import orjson
 
-from ..conversation.formats import Message, dumps
+from ..conversation.formats import Conversation, dump, dumps
 from ..disk.atomic import TEMP_SUFFIX, remove_stale_temp_files, write_all
 from ..disk.private_dir import PrivateDir
 from ..errors import InputError, InputUnreadable, OutputError
@@ -88,14 +88,13 @@ class SnapshotStore:
     def save_result(
         self,
         session_id: str,
-        messages: list[Message],
+        result: Conversation,
         details: Details = NO_DETAILS,
         source: Path | None = None,
     ) -> Path:
-        """Keep a compacted conversation, one message per line."""
-        lines = (dumps(message) + b"\n" for message in messages)
-        details = Details("jsonl", len(messages), details.tokens)
-        return self._save(session_id, RESULT, lines, details, source)
+        """Keep a compacted conversation, in its input's shape."""
+        details = Details(result.shape, len(result.messages), details.tokens)
+        return self._save(session_id, RESULT, (dump(result),), details, source)
 
     def _save(
         self,
