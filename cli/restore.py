@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -184,7 +185,7 @@ def _restore_files(
     rules: RunSettings,
     dry_run: bool,
 ) -> None:
-    from compactor_core.snapshots.finding import search, snapshot_of_file
+    from compactor_core.snapshots.finding import older_of_its_kind, search, snapshot_of_file
     from compactor_core.snapshots.putting_back import newest, restore_file
 
     failures: list[ExitStatus] = []
@@ -206,6 +207,7 @@ def _restore_files(
             failures.append(status_for(error))
             continue
         _say(name, snapshot, done)
+        _say_older(name, older_of_its_kind(found.snapshots, snapshot), choice)
         if done.done == "restored" and snapshot.shape not in _MESSAGE_SHAPES:
             _tell_the_agent(file, snapshot.shape or "")
     if failures:
@@ -233,6 +235,19 @@ def _say(name: str, snapshot: Snapshot, done: Restored) -> None:
     elif done.replaced:
         line += f"; the version it had is kept in {done.replaced}"
     io.warn(line)
+
+
+def _say_older(name: str, older: int, choice: Choice) -> None:
+    """A file ctxpack rewrote more than once (micro, then full): the original it had before the
+    first of those runs is an older snapshot; say how to reach it."""
+    if older == 0 or choice.at is not None:
+        return
+    kind = choice.kind or "snapshot"
+    plural = "s" if older > 1 else ""
+    io.warn(
+        f"{name}: {older} older {kind}{plural} kept too (ctxpack rewrote it again since): "
+        f"ctxpack restore --nth {choice.nth + 1} {shlex.quote(name)} goes one run further back"
+    )
 
 
 def _database(name: str) -> bool:

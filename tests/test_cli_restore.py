@@ -151,3 +151,23 @@ def test_a_full_disk_is_74_with_one_line(tmp_path: Path) -> None:
     to_file = run("micro", "-o", "/dev/full", big_file(tmp_path))
     assert to_file.returncode == ExitStatus.CANT_WRITE
     assert b"/dev/full: cannot write: No space left on device" in to_file.stderr
+
+
+def test_a_file_rewritten_twice_says_there_is_an_older_original(tmp_path: Path) -> None:
+    """Issue 32.4: micro, then full: restore puts back what full found (micro's result) and says
+    how to reach the file as it was before both; --nth 2 does."""
+    path = tmp_path / "twice.json"
+    original = json.dumps(tool_turns(6)).encode()
+    path.write_bytes(original)
+    assert run("micro", "--in-place", "--keep-recent", "2", path).returncode == 0
+    after_micro = path.read_bytes()
+    assert run("full", "--in-place", path).returncode == 0
+    restored = run("restore", path)
+    assert restored.returncode == 0, restored.stderr
+    assert path.read_bytes() == after_micro
+    assert restored.stderr.decode().splitlines()[-1] == (
+        f"ctxpack: {path}: 1 older original kept too (ctxpack rewrote it again since): "
+        f"ctxpack restore --nth 2 {path} goes one run further back"
+    )
+    assert run("restore", "--nth", "2", path).returncode == 0
+    assert path.read_bytes() == original

@@ -116,6 +116,13 @@ def snapshot_of_file(found: Found, file: Path, choice: Choice, where: str) -> Sn
     return choose(found.snapshots, choice, str(file))
 
 
+def older_of_its_kind(candidates: Sequence[Snapshot], chosen: Snapshot) -> int:
+    """How many snapshots of the chosen one's kind are older than it (``candidates`` newest
+    first): a file rewritten twice has an older original than the newest."""
+    same = [snapshot for snapshot in candidates if snapshot.kind == chosen.kind]
+    return len(same) - 1 - same.index(chosen) if chosen in same else 0
+
+
 def to_prune(
     snapshots: Sequence[Snapshot],
     keep: int | None,
