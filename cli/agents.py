@@ -43,7 +43,7 @@ def check(files: tuple[str, ...], format_name: str, as_json: bool) -> None:
     from compactor_core.conversation.formats import dumps
 
     def check_one(name: str) -> list[ExitStatus]:
-        report = _check_one(name, format_name)
+        report = check_file(name, format_name)
         if as_json:
             io.write_stdout(dumps(report) + b"\n")
         else:
@@ -55,7 +55,8 @@ def check(files: tuple[str, ...], format_name: str, as_json: bool) -> None:
         sys.exit(combined(failures))
 
 
-def _check_one(name: str, format_name: str) -> dict[str, Any]:
+def check_file(name: str, format_name: str = "auto") -> dict[str, Any]:
+    """What ``ctxpack check`` finds in one file (its report, as ``--json`` prints it)."""
     from compactor_core.ends.documents import SessionDocument, open_document
     from compactor_core.errors import InputError
 

@@ -51,6 +51,22 @@ def repair_lines(report: Report, command: str, dry_run: bool) -> None:
         io.warn(f"{report.label}: {verb}: {line}")
 
 
+def rescue_verdict(report: Report) -> list[ExitStatus]:
+    """rescue ends with check's verdict on the file it wrote: each problem still there (exit 1),
+    or that there is none, so that its exit status is true."""
+    from .agents import check_file
+
+    found = check_file(report.label)["problems"]
+    for problem in found:
+        io.warn(
+            f"{report.label}: check after rescue: line {problem['line']}: {problem['kind']}: "
+            f"{problem['detail']}"
+        )
+    if not found:
+        io.warn(f"{report.label}: check after rescue: healthy")
+    return [ExitStatus.PROBLEMS_LEFT] if found else []
+
+
 def stats_line(report: Report) -> str:
     outcome = report.outcome
     parts = [f"{len(outcome.repairs)} repairs"] if outcome.repairs else []

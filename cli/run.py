@@ -249,6 +249,8 @@ def _report(
             statuses = [status_for(each.error)]
         else:
             statuses = report.warnings_of(each, run.command, _threshold(run), out.strict)
+            if run.command == "rescue" and each.outcome.repairs and not (out.dry_run or statuses):
+                statuses = report.rescue_verdict(each)
         if each.warning:
             io.warn(each.warning)
         if each.error:

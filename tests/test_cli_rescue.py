@@ -131,3 +131,57 @@ def test_without_a_snapshot_folder_given_the_original_goes_to_the_state_folder(
     elsewhere.mkdir()
     assert run("restore", path, cwd=elsewhere).returncode == ExitStatus.OK
     assert path.read_bytes() == original
+
+
+# --- issue 32.2: never a link to itself, a torn last line, and check's verdict at the end --------
+
+REAL = TESTS / "corpus" / "originals" / "cc_kimi_516b7270__full.jsonl"
+
+
+def real_session_damaged(tmp_path: Path) -> tuple[Path, int]:
+    """The real session with one tool-result line removed and its last line torn, as a new user
+    found it; the number of the line after the removed one."""
+    lines = REAL.read_bytes().splitlines(keepends=True)
+    results = [
+        n for n, line in enumerate(lines) if b'"tool_result"' in line and b'"type":"user"' in line
+    ]
+    removed = results[len(results) // 2]
+    del lines[removed]
+    lines[-1] = lines[-1][: len(lines[-1]) // 2]
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(b"".join(lines))
+    return path, removed + 1
+
+
+def test_rescue_links_no_record_to_itself_drops_the_torn_line_and_ends_healthy(
+    tmp_path: Path,
+) -> None:
+    path, after = real_session_damaged(tmp_path)
+    torn = len(path.read_bytes().splitlines())
+    done = run("rescue", *IDLE, path)
+    assert done.returncode == 0, done.stderr
+    said = done.stderr.decode().splitlines()
+    assert f"ctxpack: {path}: check after rescue: healthy" == said[-1]
+    relinked = next(line for line in said if f"line {after}: parent" in line)
+    assert relinked.endswith(f"follows line {after - 1} (the record before it)")
+    assert any(f"line {torn}: torn last line" in line for line in said)
+    checked = run("check", path)
+    assert checked.returncode == 0 and checked.stdout.decode().rstrip().endswith("healthy")
+    records = [json.loads(line) for line in path.read_bytes().splitlines()]
+    assert all(record["parentUuid"] != record["uuid"] for record in records if "uuid" in record)
+
+
+def test_rescue_exits_with_checks_verdict_when_a_problem_is_left(tmp_path: Path) -> None:
+    """An id given twice, which rescue does not claim to repair, beside a torn line it does:
+    the verdict names it and the exit status says so."""
+    lines = REAL.read_bytes().splitlines(keepends=True)
+    first, second = json.loads(lines[2]), json.loads(lines[5])
+    second["uuid"] = first["uuid"]
+    lines[5] = json.dumps(second).encode() + b"\n"
+    lines[-1] = lines[-1][:40]
+    path = tmp_path / "twice.jsonl"
+    path.write_bytes(b"".join(lines))
+    done = run("rescue", *IDLE, path)
+    verdict = [line for line in done.stderr.decode().splitlines() if "check after rescue" in line]
+    assert done.returncode == ExitStatus.PROBLEMS_LEFT, done.stderr
+    assert verdict and all(": duplicate-id: " in line for line in verdict)

@@ -13,7 +13,7 @@ import pytest
 from agents.damage import TOO_HEAVY, TOO_WIDE, cut_chain, huge_record, png, removed_result
 from agents.limits import Limits, _anthropic_pairs, _chat_pairs, refusal
 from helpers import TESTS
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import conversations
 
@@ -287,3 +287,51 @@ def test_pi_and_qwen_answer_a_lost_result_in_the_resumed_chain(agent: str, tmp_p
     assert len(outcome.repairs) == 1 and outcome.repairs[0].endswith("answered with an error")
     after = index_session(io.BytesIO(result), get(agent), "<s>")
     assert NO_RESULT in json.dumps(load_view(io.BytesIO(result), after))  # on the resumed path
+
+
+# --- random damage on real Claude Code sessions (issue 32.2) -------------------------------------
+
+REAL_SESSIONS = sorted((TESTS / "corpus" / "originals").glob("cc_*__full.jsonl"))
+REPAIRED = {"torn-line", "dangling-parent", "parent-loop", "unanswered-call", "orphan-result"}
+
+
+def damaged_session(session: int, drops: list[int], cuts: list[int], tear: bool) -> bytes:
+    """A real session with lines dropped, parent chains cut or ids given twice (``cuts``: odd
+    numbers cut, even ones copy another record's id), and maybe its last line torn: what a crash,
+    a sync tool or a hand edit leaves."""
+    lines = REAL_SESSIONS[session].read_bytes().splitlines(keepends=True)
+    for drop in drops:
+        del lines[1 + drop % (len(lines) - 1)]
+    for cut in cuts:
+        number = 1 + cut % (len(lines) - 1)
+        record = json.loads(lines[number])
+        if cut % 2 and record.get("parentUuid"):
+            record["parentUuid"] = f"00000000-0000-4000-8000-{number:012d}"  # in no record
+        elif record.get("uuid"):
+            other = json.loads(lines[cut // 2 % len(lines)])
+            record["uuid"] = other.get("uuid", record["uuid"])  # an id given twice
+        lines[number] = json.dumps(record).encode() + b"\n"
+    if tear:
+        lines[-1] = lines[-1][: len(lines[-1]) // 2]
+    return b"".join(lines)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(0, len(REAL_SESSIONS) - 1),
+    st.lists(st.integers(0, 10**6), max_size=3),
+    st.lists(st.integers(0, 10**6), max_size=2),
+    st.booleans(),
+)
+def test_after_rescue_check_finds_nothing_rescue_repairs(
+    session: int, drops: list[int], cuts: list[int], tear: bool
+) -> None:
+    result, outcome = rescued(damaged_session(session, drops, cuts, tear))
+    left = session_problems(result, "claude-code") & REPAIRED
+    assert not left, (left, outcome.repairs)  # type: ignore[attr-defined]
+    links = {}
+    for line in result.splitlines():
+        record = json.loads(line)
+        if record.get("uuid"):
+            links.setdefault(record["uuid"], record.get("parentUuid"))
+    assert all(child != parent for child, parent in links.items())  # never a link to itself

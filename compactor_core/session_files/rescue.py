@@ -12,7 +12,8 @@ result or gain an answer (``AgentFormat.relink``, ``drop_result``, ``answer_call
 - a call with no result is answered with an error result, as the agent writes a failed call's;
 - an image beyond the APIs' limits becomes its marker; a record over 16 MiB, or alone over the
   window, has its tool results shortened to micro's markers;
-- the characters the agent's reader takes for line breaks are escaped.
+- the characters the agent's reader takes for line breaks are escaped;
+- a torn last line is left out (the agents' readers skip it; the snapshot keeps it).
 
 The plan is made here; nothing is written: the subject's ``rewrite`` hands it to pass 2. What a
 format cannot repair is said (``Repairs.left``): the file then still will not open.
@@ -126,8 +127,10 @@ def plan_rescue(
 ) -> tuple[SessionIndex, Repairs]:
     """The repairs ``session`` needs, and its index as they leave it."""
     plan = _Plan(handle, session, now)
-    _relink(plan)
+    _torn_end(plan)
+    _relink_all(plan)
     _pairs(plan, plan.index())
+    _relink_all(plan)  # a dropped record's other children may now be where the resume goes
     session = plan.index()
     _images(plan, session)
     _oversized(plan, session, window)
@@ -135,26 +138,50 @@ def plan_rescue(
     return session, plan.repairs()
 
 
-def _relink(plan: _Plan) -> None:
+def _torn_end(plan: _Plan) -> None:
+    """A torn last line (the agent was stopped while writing it): left out, as the agents' own
+    readers skip it; the snapshot keeps it."""
+    session = plan.session
+    last = len(session.infos) - 1
+    if last >= 0 and session.infos.kind(last) == INVALID and not session.ends_with_newline:
+        plan.dropped.add(last)
+        plan.done.append(
+            f"line {plan.line(last)}: torn last line (the agent stopped while writing it): "
+            "left out, as the agent's own reader skips it; the snapshot keeps it"
+        )
+
+
+def _relink_all(plan: _Plan) -> None:
+    """``_relink`` until the view it leaves has no gap: mending one gap lengthens the view the
+    resume reads, which may reach an older one."""
+    while True:
+        mended = len(plan.parents)
+        _relink(plan, plan.index())
+        if len(plan.parents) == mended:
+            return
+
+
+def _relink(plan: _Plan, session: SessionIndex) -> None:
     """Records the resume reads whose parent no record has (a gap that cuts the view, or that
     the agent's resume crosses by a guess): re-linked where the agent's resume goes on from,
     else to the record before them (or made roots, if there is none)."""
-    session = plan.session
     infos = session.infos
     resumed = set(session.format.resumed(infos, session.view))
     before = -1  # the latest main-thread record with an id so far
     for index in range(len(infos)):
         if infos.parent_at(index) == MISSING and index in resumed and not infos.side(index):
             guess = plan.format.resume_parent(infos, index)
-            parent = guess if guess >= 0 else before
-            how = "where the agent's resume goes on" if guess >= 0 else "the record before it"
+            # only an earlier record: never the record itself or a later one (a loop)
+            resumes_there = 0 <= guess < index
+            parent = guess if resumes_there else before
+            how = "where the agent's resume goes on" if resumes_there else "the record before it"
             to = f"line {infos.line(parent)} ({how})" if parent >= 0 else "nothing (a root)"
             gone = plan.spell(index, infos.parent_key(index))
             plan.relink(index, parent if parent >= 0 else NO_PARENT)
             plan.done.append(
                 f"line {infos.line(index)}: parent {gone} is in no record: follows {to}"
             )
-        if infos.id(index) != NONE and not infos.side(index):
+        if infos.id(index) != NONE and not infos.side(index) and index not in plan.dropped:
             before = index
 
 
