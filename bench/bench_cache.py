@@ -130,7 +130,7 @@ def _targets(report: Report, name: str, bundled: Bundled, rules: str) -> None:
         chosen, seed = rows[(use, CHOSEN)], rows[(use, SEED)]
         target = TRANSCRIPTS_TARGET
         report.ratio(f"{name}.{use}", chosen["billed"], base["billed"], target, unit="tokens")
-        report.info(f"{name}.{use}.vs_seed", chosen["billed"], seed["billed"], unit="tokens")
+        report.info(f"{name}.{use}.vs_every_turn", chosen["billed"], seed["billed"], unit="tokens")
     _worst(report, name, bundled, replays)
 
 

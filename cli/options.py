@@ -156,7 +156,7 @@ images_option = click.option(
     "newest --keep-recent messages that hold images.",
 )
 
-# The seed's micro compaction exactly unless asked: SPEC §2.
+# BareAgent's micro compaction exactly unless asked: SPEC §2.
 min_gain_option = click.option(
     "--min-gain",
     type=click.IntRange(min=0),
@@ -175,7 +175,7 @@ policy_options = bundle(
         show_default=True,
         help="cache-aware: change the prompt rarely, so the provider's prompt cache keeps "
         "hitting (markers in batches of --min-gain, a summary that stays put until the next "
-        "one); every-turn: micro on every call, as the seed (and --compat bareagent) does.",
+        "one); every-turn: micro on every call, BareAgent's policy (as --compat bareagent).",
     ),
     click.option(
         "--min-gain",

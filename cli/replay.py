@@ -84,7 +84,7 @@ def replay(files: tuple[str, ...], **chosen: Any) -> None:
     that records its usage (Claude Code, Codex) gives its own requests, across its compactions,
     and its bill as recorded, the first row. Each request goes through auto as an agent loop
     that keeps ctxpack's output would send it, and as a caller that re-sends its raw history
-    every time (a proxy). Beside the history untouched and the seed's policy (micro on every
+    every time (a proxy). Beside the history untouched and BareAgent's policy (micro on every
     call): input tokens billed by the provider's cache rules (Anthropic's breakpoints, placed
     where Claude Code places them, and 20-block lookback; OpenAI's prefix cache), the cache hit
     rate, the tokens sent and the biggest request. A file without a record is a simulation.

@@ -27,7 +27,7 @@ def test_the_table_compares_three_policies_in_two_ways_of_use() -> None:
     policies = [line.split("  ")[1:3] for line in lines[4:]]
     assert len(policies) == 5
     assert lines[4].split()[:2] == ["either", "untouched"]
-    assert "every-turn (seed)" in lines[5] and "cache-aware" in lines[6]
+    assert "every-turn (BareAgent's)" in lines[5] and "cache-aware" in lines[6]
     assert "re-sends history" in lines[7]
     assert result.stderr == b""
 

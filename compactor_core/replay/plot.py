@@ -75,7 +75,7 @@ def _cumulative(panel: Any, replay: Replay) -> None:
         ratio = replay.recorded.billed / base.billed if base.billed else 0.0
         panel.plot(recorded, color="black", linestyle="--", label=f"as recorded: {ratio:.2f}x")
     for policy in (SEED, CHOSEN):
-        name = "every-turn (seed)" if policy == SEED else settings_line(replay)
+        name = "every-turn (BareAgent's)" if policy == SEED else settings_line(replay)
         keeps, resends = replay.find(KEEPS, policy), replay.find(RESENDS, policy)
         alike = keeps.bill.requests == resends.bill.requests
         ways = (keeps,) if alike else (keeps, resends)

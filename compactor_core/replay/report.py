@@ -29,7 +29,7 @@ def _chosen_name(replay: Replay) -> str:
 
 def figures(replays: Sequence[Replay]) -> list[dict[str, Any]]:
     """One row per way of use and policy, the files added up: what was billed (in input
-    tokens), and how that compares with the history untouched and with the seed's policy."""
+    tokens), and how that compares with the history untouched and with BareAgent's policy."""
     sums = {run: {"billed": 0.0, "sent": 0, "cached": 0, "biggest": 0} for run in RUNS}
     for replay in replays:
         for use, policy in RUNS:
@@ -52,7 +52,7 @@ def figures(replays: Sequence[Replay]) -> list[dict[str, Any]]:
                 ),
                 "billed": round(tally["billed"], 2),
                 "vs_untouched": _ratio(tally["billed"], base["billed"]),
-                "vs_seed": None if seed is None else _ratio(tally["billed"], seed),
+                "vs_every_turn": None if seed is None else _ratio(tally["billed"], seed),
                 "hit_rate": _ratio(tally["cached"], tally["sent"]) or 0.0,
                 "sent": tally["sent"],
                 "sent_vs_untouched": _ratio(tally["sent"], base["sent"]),
@@ -76,7 +76,7 @@ def _recorded(replays: Sequence[Replay], base: dict[str, Any]) -> dict[str, Any]
         "name": "as recorded",
         "billed": round(billed, 2),
         "vs_untouched": _ratio(billed, base["billed"]),
-        "vs_seed": None,
+        "vs_every_turn": None,
         "hit_rate": _ratio(read, sent) or 0.0,
         "sent": sent,
         "sent_vs_untouched": _ratio(sent, base["sent"]),
@@ -138,7 +138,7 @@ def _basis(replay: Replay) -> str:
     )
 
 
-HEADER = ("way of use", "policy", "billed", "vs untouched", "vs seed", "cache hits", "sent")
+HEADER = ("way of use", "policy", "billed", "vs untouched", "vs every-turn", "cache hits", "sent")
 
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
@@ -147,10 +147,10 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
         lines.append(
             (
                 "either" if row["use"] == "any" else USE_LABELS[row["use"]],
-                f"{row['name']} (seed)" if row["policy"] == SEED else row["name"],
+                f"{row['name']} (BareAgent's)" if row["policy"] == SEED else row["name"],
                 f"{row['billed']:,.0f}",
                 _times(row["vs_untouched"]),
-                _times(row["vs_seed"]),
+                _times(row["vs_every_turn"]),
                 f"{100 * row['hit_rate']:.1f}%",
                 f"{row['sent']:,} ({_times(row['sent_vs_untouched'])})",
                 f"{row['biggest']:,}",
