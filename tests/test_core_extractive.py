@@ -163,10 +163,10 @@ def test_an_editors_one_word_command_decides_whether_it_writes() -> None:
             openai_result(f"c{n}", "ok"),
         ]
     parts = sections(summarize(messages, "en"))
-    assert parts["Important file paths"] == [
-        "/w/view0.pony",
+    assert parts["Important file paths"] == [  # the changed ones first
         "/w/str_replace1.pony (modified)",
         "/w/create2.pony (modified)",
+        "/w/view0.pony",
         "/w/view3.pony",
     ]
     assert parts["Work done"] == [

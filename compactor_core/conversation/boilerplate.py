@@ -31,6 +31,7 @@ INJECTED_TAGS = (
     "bash-stdout",
     "bash-stderr",
     "user-prompt-submit-hook",
+    "task-notification",  # Claude Code: a background task's news, sent as a user turn
     "environment_details",
     "env",
 )

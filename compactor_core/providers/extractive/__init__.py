@@ -24,10 +24,10 @@ from __future__ import annotations
 from ...compaction.estimate import estimate, quarters_to_tokens, text_quarters
 from ...conversation.formats import Message
 from ..base import SummaryRequest
-from .compose import compose
+from .compose import compose, is_path_line
 from .facts import Facts, gather, tool_outputs
-from .fit import Line, fit, render
-from .wording import SECTIONS
+from .fit import Line, fit, line_cost, render
+from .wording import LABELS, PATHS, SECTIONS
 
 SHARE = 4  # the summary takes at most 1/SHARE of the (new) history it reads ...
 MIN_TOKENS = 256  # ... but may always take this much
@@ -45,7 +45,26 @@ class ExtractiveSummarizer:
         facts = gather(history, tool_outputs(request.original))
         lines = compose(facts, lang)
         budget = summary_budget(history, facts, lines, request.max_tokens, lang)
-        return render(fit(lines, budget, lang), lang)
+        return render(fit_with_paths_counted(lines, budget, lang), lang)
+
+
+def fit_with_paths_counted(lines: list[Line], budget: int, lang: str) -> list[Line]:
+    """The lines that fit; when some file paths do not, the last paths that did make room for
+    the count of those left out (the changed and the most used stay: they come first)."""
+    chosen = fit(lines, budget, lang)
+    paths = [line for line in lines if is_path_line(line)]
+    kept = [line for line in chosen if line in paths]
+    if len(kept) == len(paths):
+        return chosen
+    more = LABELS[lang]["more_paths"]
+    needed = line_cost(Line(PATHS, more.format(count=len(paths)), 1))
+    while kept and needed > 0:
+        dropped = kept.pop()
+        chosen.remove(dropped)
+        needed -= line_cost(dropped)
+    count = Line(PATHS, more.format(count=len(paths) - len(kept)), 1)
+    after = chosen.index(kept[-1]) + 1 if kept else 0
+    return [*chosen[:after], count, *chosen[after:]]
 
 
 def summary_budget(

@@ -41,6 +41,7 @@ from .wording import (
     NEXT,
     PATHS,
     RESULTS,
+    SAME_WORDS,
     WORK,
 )
 from .worklog import describe, work_line
@@ -57,6 +58,7 @@ DECISION = re.compile(
     r"(?i)\b(decided|decision|instead of|rather than|going with|we'll use|i'll use|chose|"
     r"the fix is|root cause)\b|决定|改为|改用|根因|原因是"
 )
+MODIFIED_MARK = re.compile(r" \((?:modified|已修改)\)$")
 FIRST_REQUEST_CHARS = 1200
 CONSTRAINT_CHARS = 300  # a longer "sentence" is a pasted log or code, not a rule
 CONTEXT_CHARS = 160
@@ -68,7 +70,7 @@ def compose(facts: Facts, lang: str) -> list[Line]:
     label = LABELS[lang]
     carried = _carried(facts, lang)
     has_first = any(line.text.startswith(FIRST_LABELS) for line in carried)
-    paths = [*_path_lines(facts, label), *(line for line in carried if line.section == PATHS)]
+    paths = _path_lines(facts, label, [line for line in carried if line.section == PATHS])
     lines = [
         *_carried_goal(carried, facts, label),
         *_goal_lines(facts, label, has_first),
@@ -104,7 +106,9 @@ def _carried_goal(carried: list[Line], facts: Facts, label: dict[str, str]) -> l
         lines.extend(
             Line(GOAL, f"{label['later']}: {line.text.split(': ', 1)[1]}", 4)
             for line in carried
-            if line.section == NEXT and line.text.startswith(LATEST_LABELS)
+            if line.section == NEXT
+            and line.text.startswith(LATEST_LABELS)
+            and line.text.split(": ", 1)[1] not in SAME_WORDS  # no request of its own
         )
     return lines
 
@@ -222,21 +226,57 @@ def constraints(requests: list[Request]) -> list[str]:
     return found
 
 
-def _path_lines(facts: Facts, label: dict[str, str]) -> list[Line]:
+def _path_lines(facts: Facts, label: dict[str, str], carried: list[Line]) -> list[Line]:
+    """One line per file path given to a tool, with those of the summaries before: a path
+    changed here or before says so once, the changed ones first, then the most used; the names a
+    summary before listed after a path stay with it. A folder that holds a listed file is named
+    by the file's path."""
+    suffix = f" ({label['modified']})"
     modified: dict[str, bool] = {}
+    uses: Counter[str] = Counter()
+    told = []  # a summary before's items about files in words (Claude Code's), kept as they are
+    for line in carried:
+        if line.anchor is not None:
+            continue
+        if not is_path_line(line):
+            told.append(line)
+            continue
+        path = _without_mark(line.text)
+        modified[path] = modified.get(path, False) or line.text != path
     for call in facts.calls:
         for path in paths_in(call.arguments):
             changed = writes(call.name, call.arguments) and not failed(call)
             modified[path] = modified.get(path, False) or changed
-    listed = [  # a folder that holds a listed file is named by the file's path
+            uses[path] += 1
+    listed = [
         path
         for path in modified
         if not any(other.startswith(path.rstrip("/") + "/") for other in modified)
     ]
-    return [
-        Line(PATHS, f"{path} ({label['modified']})" if modified[path] else path, 1)
-        for path in listed
-    ]
+    listed.sort(key=lambda path: (not modified[path], -uses[path]))
+    named = {path: f"{path}{suffix}" if modified[path] else path for path in listed}
+    lines = [Line(PATHS, named[path], 1) for path in listed]  # the budget takes them in order
+    lines += told
+    for line in carried:  # a summary before's names of a file, after its line as it is now
+        if line.anchor is not None:
+            anchor = named.get(_without_mark(line.anchor), line.anchor)
+            lines.append(replace(line, anchor=anchor))
+    return lines
+
+
+def is_path_line(line: Line) -> bool:
+    """Whether a line of the paths part names one file (``src/app.py (modified)``), not a
+    file's names or an item about files in words."""
+    return (
+        line.section == PATHS
+        and line.anchor is None
+        and not any(space in _without_mark(line.text) for space in " \t")
+    )
+
+
+def _without_mark(text: str) -> str:
+    """A path line's path, without its "(modified)" in either language."""
+    return MODIFIED_MARK.sub("", text)
 
 
 def _result_lines(facts: Facts, label: dict[str, str]) -> list[Line]:

@@ -45,7 +45,7 @@ def fit(lines: list[Line], max_tokens: int, lang: str) -> list[Line]:
     used = 0
     for index in sorted(range(len(lines)), key=lambda i: (lines[i].priority, lines[i].rank, i)):
         line = lines[index]
-        cost = text_quarters([line.lead, line.text]) + 4  # "- " and the line break
+        cost = line_cost(line)
         if used + cost > budget and line.priority == 0:
             line = lines[index] = Line(line.section, shorten(line.text, budget - used - 4), 0)
             cost = text_quarters([line.text]) + 4
@@ -53,6 +53,11 @@ def fit(lines: list[Line], max_tokens: int, lang: str) -> list[Line]:
             chosen.add(index)
             used += cost
     return [line for index, line in enumerate(lines) if index in chosen]
+
+
+def line_cost(line: Line) -> int:
+    """What a line takes of the budget, in quarters of a token: its text, "- " and a break."""
+    return text_quarters([line.lead, line.text]) + 4
 
 
 def shorten(text: str, quarters: int) -> str:

@@ -23,6 +23,7 @@ from .outcomes import output_of
 from .wording import PATHS
 
 TOKEN = re.compile(r"[\w./~-]{4,}")  # a word, a path: where a name may be
+TAG = re.compile(r"</?[A-Za-z_][\w-]*>")  # <untrusted_context>: markup a harness wraps text in
 NAME = re.compile(
     r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+"  # snake_case, SCREAMING_CASE
     r"|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+"  # camelCase
@@ -42,7 +43,7 @@ def names_in(text: str) -> list[str]:
     """The paths and the names in ``text``, each once, in the order they come (words are looked
     at one by one: a plain lowercase word, most of any text, is passed over at once)."""
     found: dict[str, None] = {}
-    for token in TOKEN.findall(text):
+    for token in TOKEN.findall(TAG.sub(" ", text)):
         if token.startswith("//"):  # a URL's address, not a path of the work
             continue
         if "/" in token:
@@ -59,7 +60,10 @@ def name_lines(facts: Facts, path_lines: list[Line], label: dict[str, str]) -> l
     mentioned first; priority 3, ranked so that the budget takes the best of every file first."""
     listed = {line.text.split(" (")[0]: line.text for line in path_lines}
     in_calls = [_call_names(call) for call in facts.calls]
-    ranked = _named_once(_ranked(facts, in_calls), list(listed))
+    tools = {call.name for call in facts.calls}  # a tool's name is no name the work touched
+    ranked = [
+        name for name in _named_once(_ranked(facts, in_calls), list(listed)) if name not in tools
+    ]
     homes = _homes(facts, in_calls, set(ranked[:MAX_NAMES]))
     chunks: dict[str | None, list[list[str]]] = defaultdict(list)
     for name in ranked[:MAX_NAMES]:

@@ -70,7 +70,12 @@ def next_lines(facts: Facts, label: dict[str, str], carried: list[Line]) -> list
     previous = [line for line in carried if line.section == NEXT]
     if not facts.requests and not facts.replies and not facts.calls:
         return previous
-    lines = [Line(RESULTS, line.text, 3) for line in previous if line.text.startswith(OPEN_LABELS)]
+    # a summary before's open errors, unless a test run since passed (green closes them)
+    passed = any(is_test_run(call) and call.answered and not failed(call) for call in facts.calls)
+    carried_errors = () if passed else previous
+    lines = [
+        Line(RESULTS, line.text, 3) for line in carried_errors if line.text.startswith(OPEN_LABELS)
+    ]
     if len(facts.requests) > 1 or (facts.requests and carried):
         latest = f"“{clip(facts.requests[-1].text, LATEST_CHARS)}”"
         lines.append(Line(NEXT, f"{label['last']}: {latest}", 0))

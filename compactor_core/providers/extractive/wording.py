@@ -48,6 +48,7 @@ LABELS = {
         "no_files": "无文件",
         "bookkeeping": "辅助操作",
         "names": "其他名称",
+        "more_paths": "……另有 {count} 个文件路径",
         "correction": "纠正",
         "correcting": "针对",
         "fixed": "出错，后已解决",
@@ -96,6 +97,7 @@ LABELS = {
         "no_files": "no files",
         "bookkeeping": "Bookkeeping",
         "names": "Other names",
+        "more_paths": "… and {count} more file paths",
         "correction": "Correction",
         "correcting": "to",
         "fixed": "error, fixed later",
@@ -125,3 +127,6 @@ SUPERSEDED = tuple(
 TASK_LABELS = tuple(
     f"{labels[key]}: " for labels in LABELS.values() for key in ("open_tasks", "pending_before")
 )
+
+# "the first request", in every language: what a summary says when the latest request is the first
+SAME_WORDS = frozenset(words["same"] for words in LABELS.values())
