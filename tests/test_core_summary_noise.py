@@ -88,7 +88,10 @@ def test_a_task_notification_is_not_the_users_request() -> None:
 
 def test_tool_names_and_markup_are_no_names_of_the_work() -> None:
     steps = [("run_shell_command", "ok", {"command": "make parse_config_file"})]
-    text = "<untrusted_context>the page</untrusted_context> see parse_config_file and run_shell_command"
+    text = (
+        "<untrusted_context>the page</untrusted_context> see parse_config_file "
+        "and run_shell_command"
+    )
     messages = [user(text), *calls(*steps), assistant("parse_config_file works")]
     summary = summarize(messages)
     names = [line for line in part(summary, PATHS) if line.startswith("Other names: ")]
