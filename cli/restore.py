@@ -61,6 +61,12 @@ _MESSAGE_SHAPES = (None, "array", "envelope", "jsonl")
     help="Restore FILE even if lines were added to it after ctxpack's run (they are kept in "
     "the 'replaced' snapshot), or if its agent changed it within --min-idle.",
 )
+@click.option(
+    "--keep-new",
+    is_flag=True,
+    help="Restore FILE and keep the turns its agent added after ctxpack's run, after the "
+    "original, linked to continue it.",
+)
 @options.min_idle_option
 def restore(
     files: tuple[str, ...],
@@ -77,6 +83,7 @@ def restore(
     snapshot_dir: str | None,
     pretty: bool,
     force: bool,
+    keep_new: bool,
     min_idle: float,
 ) -> None:
     """Put back the originals of files changed in place, or print, list or prune snapshots.
@@ -99,10 +106,10 @@ def restore(
 
     choice = Choice(RESULT if result else ORIGINAL, nth, at)
     action = _action(files, session_id, list_snapshots, prune)
-    _check(action, result, nth, at, as_json, keep, older_than, dry_run, pretty, force)
+    _check(action, result, nth, at, as_json, keep, older_than, dry_run, pretty, force or keep_new)
     if action == "files":
         rules = RunSettings(min_idle=min_idle, force=force, now=datetime.now(UTC))
-        _restore_files(snapshot_dir, files, choice, rules, dry_run)
+        _restore_files(snapshot_dir, files, choice, rules, dry_run, keep_new)
         return
     stores = _stores(snapshot_dir)
     if action == "list":
@@ -184,6 +191,7 @@ def _restore_files(
     choice: Choice,
     rules: RunSettings,
     dry_run: bool,
+    keep_new: bool = False,
 ) -> None:
     from compactor_core.snapshots.finding import older_of_its_kind, search, snapshot_of_file
     from compactor_core.snapshots.putting_back import newest, restore_file
@@ -201,7 +209,7 @@ def _restore_files(
             _warn_unusable(found)
             snapshot = snapshot_of_file(found, file, choice, _where(stores))
             last_run = newest(found.snapshots, lambda s: s.rewritten is not None)
-            done = restore_file(stores[0], file, snapshot, last_run, rules, dry_run)
+            done = restore_file(stores[0], file, snapshot, last_run, rules, dry_run, keep_new)
         except CtxpackError as error:
             io.warn(error_line(error))
             failures.append(status_for(error))
@@ -229,6 +237,8 @@ def _say(name: str, snapshot: Snapshot, done: Restored) -> None:
         io.warn(f"{name}: already as in {taken}")
         return
     line = f"{name}: {done.done} from {taken}"
+    if done.kept_new:
+        line += "; the turns added since ctxpack's run follow it"
     if done.set_aside is not None:
         kept = f", kept in {done.replaced}" if done.replaced else ""
         line += f"; set aside {done.set_aside.describe()}{kept}"

@@ -11,8 +11,10 @@ Decisions (also in the README):
 - What the file holds beyond what ctxpack's last run left there (the lines its agent appended
   since, or any other change) would be set aside: the restore says so and is refused (exit 77)
   unless ``force``, which puts the original back and keeps the current version, those lines
-  included, as the ``replaced`` snapshot it names. A file whose last run left no record (an
-  older snapshot) is restored as before, the current version kept all the same.
+  included, as the ``replaced`` snapshot it names; or, with ``keep_new``, which puts the original
+  back followed by the lines appended since, re-linked to continue it
+  (``session_files.appended``). A file whose last run left no record (an older snapshot) is
+  restored as before, the current version kept all the same.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class Restored:
     done: Done
     set_aside: SetAside | None = None
     replaced: str | None = None  # the snapshot that keeps the version the file had
+    kept_new: bool = False  # the lines appended since ctxpack's run follow the original
 
 
 def restore_file(
@@ -70,11 +73,13 @@ def restore_file(
     last_run: Snapshot | None,
     rules: RunSettings,
     dry_run: bool = False,
+    keep_new: bool = False,
 ) -> Restored:
     """Put ``snapshot`` back at ``file``; keep the current version in ``store`` first.
 
     ``last_run`` is the newest snapshot of the file that records what ctxpack left there (None:
-    none does); ``rules`` are the session rules (``force``: see the module's decisions)."""
+    none does); ``rules`` are the session rules (``force``: see the module's decisions);
+    ``keep_new``: the lines its agent appended since that run follow the original."""
     label = str(file)
     if not os.path.exists(file):  # gone (a dangling link: its target is gone)
         if not dry_run:
@@ -90,14 +95,18 @@ def restore_file(
         if (status.st_size, current) == (snapshot.size, snapshot.sha256):
             return Restored("unchanged")
         set_aside = _set_aside(fd, status, last_run)
-        if set_aside is not None and not rules.force:
+        kept_new = keep_new and set_aside is not None and set_aside.appended
+        if set_aside is not None and not (rules.force or kept_new):
             raise WouldDrop(
                 f"{label}: restoring would set aside {set_aside.describe()}: not restored "
-                "(restore_file(force=True) puts the original back and keeps this version as a "
-                "'replaced' snapshot)"
+                "(restore_file(keep_new=True) puts the original back and those lines after it; "
+                "force=True sets them aside in a 'replaced' snapshot)"
             )
         if dry_run:
-            return Restored("would restore", set_aside)
+            return Restored("would restore", None if kept_new else set_aside, kept_new=kept_new)
+        chunks = snapshot.chunks()
+        if kept_new and set_aside is not None:
+            chunks = _with_new_turns(snapshot, fd, status.st_size - set_aside.size, status, label)
         how = Replacement(
             label,
             store,
@@ -107,8 +116,22 @@ def restore_file(
             doing="restored",
             writer=writer_check(rules.proc) if guarded else None,
         )
-        replaced = replace(path, fd, FileState.of(status), snapshot.chunks(), how)
-    return Restored("restored", set_aside, replaced.snapshot)
+        replaced = replace(path, fd, FileState.of(status), chunks, how)
+    return Restored("restored", None if kept_new else set_aside, replaced.snapshot, kept_new)
+
+
+def _with_new_turns(
+    snapshot: Snapshot, fd: int, left: int, status: os.stat_result, label: str
+) -> Iterator[bytes]:
+    """The original, then what its agent appended after ``left`` (the bytes ctxpack's run left),
+    made to follow it."""
+    from ..session_files.appended import follow_original
+    from ..session_files.registry import get
+
+    original = b"".join(snapshot.chunks())
+    appended = b"".join(_blocks(fd, left, status.st_size))
+    yield original
+    yield follow_original(original, appended, get(snapshot.shape or ""), label)
 
 
 def _refuse_in_use(
