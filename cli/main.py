@@ -6,13 +6,14 @@ import importlib
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from compactor_core.errors import CtxpackError
 
-from . import io, options, resolve
+from . import config, io, options, resolve
 from .exit_codes import (
     TABLE,
     ExitStatus,
@@ -48,12 +49,27 @@ class CtxpackGroup(click.Group):
         return sorted({*super().list_commands(ctx), *self.lazy_commands})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = self._loaded(ctx, cmd_name)
+        if command is not None and isinstance(ctx.default_map, config.DefaultMap):
+            files, names = ctx.default_map.files, set(self.list_commands(ctx))
+            config.check(command, files, names, lambda: self.every_option(ctx))
+        return command
+
+    def _loaded(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy_commands and cmd_name not in self.commands:
             module, attribute = self.lazy_commands[cmd_name].split(":")
             self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
         return super().get_command(ctx, cmd_name)
 
+    def every_option(self, ctx: click.Context) -> set[str]:
+        """The name of every option of every command (each command is loaded)."""
+        commands = [self._loaded(ctx, name) for name in self.list_commands(ctx)]
+        return {param.name for each in commands if each for param in each.params if param.name}
+
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        # every option from the config files and the environment (cli/config.py)
+        kwargs.setdefault("default_map", config.DefaultMap(os.environ, Path.cwd()))
+        kwargs.setdefault("auto_envvar_prefix", config.ENV_PREFIX)
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)
         try:
@@ -140,6 +156,7 @@ Shell completion (add the line to your shell's start-up file):
     cls=CtxpackGroup,
     lazy_commands={
         "check": "cli.agents:check",
+        "config": "cli.config:show",
         "mcp": "cli.mcp:mcp",
         "replay": "cli.replay:replay",
         "report": "cli.costs:report",

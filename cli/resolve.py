@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compactor_core import defaults
 from compactor_core.errors import ConfigError
+
+from .config import config_files, user_path
 
 if TYPE_CHECKING:
     from compactor_core.compaction.estimate import Counter
@@ -31,7 +34,7 @@ if TYPE_CHECKING:
     from compactor_core.settings import Settings
 
 LANGS = ("auto", "zh", "en")
-FORBIDDEN_KEYS = {"api_key", "key", "token", "secret"}
+PROVIDER_TABLES = ("extractive", "openai", "anthropic", "command")
 TOOLS_TABLE = "tools"  # what each tool reads, writes, lists or runs (stale results first)
 
 
@@ -118,7 +121,6 @@ SETTINGS: dict[str, Setting] = {
 }
 # Keys the config file may hold besides the settings above.
 _OTHER_FILE_KEYS = {"api_key_env"}
-_FILE_KEYS = {setting.file_key for setting in SETTINGS.values() if setting.file_key}
 _PROVIDER_KEYS = {s.file_key for s in SETTINGS.values() if s.provider_table} | _OTHER_FILE_KEYS
 
 
@@ -147,12 +149,7 @@ class Resolver:
 
     @property
     def config_path(self) -> str:
-        if self.environ.get("CTXPACK_CONFIG"):
-            return self.environ["CTXPACK_CONFIG"]
-        home = self.environ.get("XDG_CONFIG_HOME") or os.path.join(
-            os.path.expanduser("~"), ".config"
-        )
-        return os.path.join(home, "ctxpack", "config.toml")
+        return user_path(self.environ)
 
     @property
     def state_folder(self) -> str:
@@ -164,9 +161,15 @@ class Resolver:
 
     @property
     def config(self) -> dict[str, Any]:
-        """The config file, read (and checked) once."""
+        """The config files, read (and checked) once: the project's over the user's."""
         if self._config is None:
-            self._config = _load(self.config_path, bool(self.environ.get("CTXPACK_CONFIG")))
+            self._config = {}
+            for file in config_files(self.environ, Path.cwd()):
+                _check(file.data, file.path)
+                for key, value in file.data.items():
+                    inner = self._config.get(key)
+                    both = isinstance(value, dict) and isinstance(inner, dict)
+                    self._config[key] = {**inner, **value} if both else value
         return self._config
 
     def get(self, name: str, provider: str | None = None, variables: tuple[str, ...] = ()) -> Any:
@@ -300,43 +303,11 @@ def settings(options: dict[str, Any], given: Resolver, summarizing: bool) -> Set
     )
 
 
-def _load(path: str, required: bool) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as file:
-            data = file.read()
-    except FileNotFoundError:
-        if required:
-            raise ConfigError(f"{path}: config file not found (CTXPACK_CONFIG)") from None
-        return {}
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read config file: {error.strerror}") from None
-    import tomllib
-
-    try:
-        config = tomllib.loads(data.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path}: bad config file: {error}") from None
-    _check(config, path)
-    return config
-
-
 def _check(config: dict[str, Any], path: str) -> None:
-    """Refuse keys that hold secrets or that no setting knows, wherever they are."""
+    """Refuse what a provider's table holds that no provider setting knows (the rest of the
+    file is checked against the command's options: ``config.check``)."""
     for key, value in config.items():
-        if key == TOOLS_TABLE:
-            continue  # tool rules, checked when read (``tool_rules``)
-        if isinstance(value, dict):
+        if isinstance(value, dict) and key in PROVIDER_TABLES:
             for inner in value:
-                _check_key(inner, path, _PROVIDER_KEYS)
-        else:
-            _check_key(key, path, _FILE_KEYS | _OTHER_FILE_KEYS)
-
-
-def _check_key(key: str, path: str, known: set[str | None]) -> None:
-    if key in FORBIDDEN_KEYS:
-        raise ConfigError(
-            f"{path}: {key!r} is not allowed: keep API keys in the environment "
-            "(name the variable with api_key_env)"
-        )
-    if key not in known:
-        raise ConfigError(f"{path}: unknown setting {key!r}")
+                if inner not in _PROVIDER_KEYS:
+                    raise ConfigError(f"{path}: [{key}] unknown setting {inner!r}")

@@ -90,7 +90,7 @@ BAD_SETTINGS = [
 # A provider's table is read by the commands that summarize; a tokenizer does not belong there.
 IN_A_TABLE = (
     ["config:[extractive]\ntokenizer = 'o200k'"],
-    "config.toml: unknown setting 'tokenizer'",
+    "config.toml: [extractive] unknown setting 'tokenizer'",
 )
 
 
