@@ -88,6 +88,7 @@ _STATUS_OF_ERROR: list[tuple[type[CtxpackError], ExitStatus]] = [
 # (the core's words, as a pattern; the command line's), applied in turn: the more specific first.
 _FLAG_WORDS: tuple[tuple[str, str], ...] = (
     (r"restore_file\(force=True\)", "restore --force"),
+    (r"restore_file\(keep_new=True\)", "restore --keep-new"),
     (r"force=True", "--force"),
     (r"min_idle=", "--min-idle "),
     (r"snapshots=FOLDER", "--snapshot-dir"),

@@ -100,7 +100,7 @@ def restore_file(
             raise WouldDrop(
                 f"{label}: restoring would set aside {set_aside.describe()}: not restored "
                 "(restore_file(keep_new=True) puts the original back and those lines after it; "
-                "force=True sets them aside in a 'replaced' snapshot)"
+                "restore_file(force=True) sets them aside in a 'replaced' snapshot)"
             )
         if dry_run:
             return Restored("would restore", None if kept_new else set_aside, kept_new=kept_new)
