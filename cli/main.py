@@ -165,6 +165,7 @@ Shell completion (add the line to your shell's start-up file):
         "restore": "cli.restore:restore",
         "serve": "cli.serve:serve",
         "setup": "cli.setup:setup",
+        "statusline": "cli.statusline_command:statusline",
         "sessions": "cli.agents:sessions",
     },
     epilog="\n\n".join([EXAMPLES, _environment(), COMPLETION, TABLE]),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Callable
@@ -26,6 +27,7 @@ T = TypeVar("T")
         "ctxpack setup claude                  # settings.json: env.ANTHROPIC_BASE_URL at serve",
         "ctxpack setup codex --dry-run         # show the change to config.toml, write nothing",
         "ctxpack setup claude --undo           # settings.json back as it was, byte for byte",
+        "ctxpack setup claude --statusline     # and ctxpack statusline as its statusLine",
     )
 )
 @click.argument("agent", type=click.Choice(["claude", "codex"]))
@@ -37,6 +39,12 @@ T = TypeVar("T")
     help="Where serve listens (ctxpack serve --port, --host).",
 )
 @click.option(
+    "--statusline",
+    is_flag=True,
+    help="Claude Code: also show `ctxpack statusline` at the bottom of its screen (the context, "
+    "the cache, the session's cost, what serve saved).",
+)
+@click.option(
     "--no-recall",
     is_flag=True,
     help="Claude Code: leave its MCP servers alone (by default `ctxpack mcp` joins them in "
@@ -45,7 +53,15 @@ T = TypeVar("T")
 @click.option("--undo", is_flag=True, help="Put back the file as it was before the first setup.")
 @click.option("--dry-run", is_flag=True, help="Show the change; write nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Write without asking.")
-def setup(agent: str, address: str, no_recall: bool, undo: bool, dry_run: bool, yes: bool) -> None:
+def setup(
+    agent: str,
+    address: str,
+    statusline: bool,
+    no_recall: bool,
+    undo: bool,
+    dry_run: bool,
+    yes: bool,
+) -> None:
     """Make AGENT go through a running ctxpack serve every time, in its own settings.
 
     Claude Code: env.ANTHROPIC_BASE_URL in its settings.json. Codex: a provider "ctxpack" at
@@ -73,7 +89,8 @@ def setup(agent: str, address: str, no_recall: bool, undo: bool, dry_run: bool, 
     route = pointing.pointing(agent, os.environ, home)
     address = address.rstrip("/")
     if agent == "claude":
-        new = _read_as(path, lambda: changes.claude_settings(old, address))
+        shown = f"{shlex.quote(_ctxpack_command())} statusline" if statusline else None
+        new = _read_as(path, lambda: changes.claude_settings(old, address, shown))
     else:
         new = changes.codex_config(old, route, route.proxied(address))
     if recall and not dry_run:

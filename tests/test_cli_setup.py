@@ -203,3 +203,36 @@ def test_serve_install_writes_a_user_unit_and_says_how_to_start_it(tmp_path: Pat
         f"ExecStart={CTXPACK} serve --upstream https://api.anthropic.com "
         '--instructions "keep 100%% of it"'
     )
+
+
+def test_setup_statusline_installs_a_command_that_reads_claude_codes_own_session(
+    tmp_path: Path,
+) -> None:
+    """Claude Code runs its statusLine only on its interactive screen (never with -p): the
+    command setup installs is run here on a session the real Claude Code wrote, with the JSON
+    Claude Code passes it."""
+    import shlex
+
+    home = ClaudeHome(tmp_path / "claude")
+    home.config.mkdir(parents=True)
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    env = {"CLAUDE_CONFIG_DIR": str(home.config)}
+    with ModelServer(Script()) as server:  # its address as serve's, so the session is written
+        installed = setup(
+            home.home, "claude", "--yes", "--statusline", "--address", server.url, env=env
+        )
+        assert installed.returncode == 0, installed.stderr
+        done = run_claude(home, cwd, "say hello", server).check()
+    command = json.loads((home.config / "settings.json").read_text())["statusLine"]["command"]
+    transcript = home.session_file(cwd, done.session_id)
+    given = {"session_id": done.session_id, "transcript_path": str(transcript)}
+    shown = subprocess.run(
+        shlex.split(command),
+        input=json.dumps(given).encode(),
+        capture_output=True,
+        env={**clean_environment(), "HOME": str(home.home)},
+        timeout=30,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.decode().startswith("ctxpack ") and "/200k" in shown.stdout.decode()

@@ -139,14 +139,15 @@ class PrivateDir:
         finally:
             os.close(fd)
 
-    def put(self, name: str, data: bytes) -> None:
+    def put(self, name: str, data: bytes, durable: bool = True) -> None:
         """``name`` holds ``data``, whole or not at all: written to a new 0600 file, made
-        durable, then renamed over it."""
+        durable (unless it is a cache a crash may lose), then renamed over it."""
         temporary = f".{name}-{secrets.token_hex(8)}.tmp"
         fd = self.create(temporary)  # exclusive, 0600, never through a link
         try:
             os.write(fd, data)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         self.replace(temporary, name)

@@ -32,12 +32,14 @@ ABSENT = ".before-ctxpack.absent"
 _TABLE_HEADER = re.compile(r"^\s*\[")
 
 
-def claude_settings(old: bytes | None, base_url: str) -> bytes:
-    """Claude Code's ``settings.json`` with serve's address in its ``env`` (``base_url``);
-    every other key as it was."""
+def claude_settings(old: bytes | None, base_url: str, statusline: str | None = None) -> bytes:
+    """Claude Code's ``settings.json`` with serve's address in its ``env`` (``base_url``), and
+    with ``statusline`` (a command) as its statusLine; every other key as it was."""
     settings: dict[str, Any] = _json_object(old) if old else {}
     env = settings.get("env") if isinstance(settings.get("env"), dict) else {}
     settings["env"] = {**env, "ANTHROPIC_BASE_URL": base_url}
+    if statusline is not None:
+        settings["statusLine"] = {"type": "command", "command": statusline, "padding": 0}
     return _json_bytes(settings)
 
 
