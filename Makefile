@@ -6,7 +6,7 @@ INSTALLED := $(VENV)/.installed
 TEST_TOOLS := $(VENV)/.test-tools
 EXAMPLE := examples/session.json
 
-.PHONY: install agents run test lint format bench clean
+.PHONY: install agents run test lint format bench cli-reference clean
 
 install: $(INSTALLED)
 
@@ -70,6 +70,10 @@ format: $(TEST_TOOLS)
 
 bench: $(TEST_TOOLS)
 	$(BIN)/python bench/run.py
+
+# docs/cli.md from every command's --help (tests/test_cli_reference.py keeps it so)
+cli-reference: install
+	$(BIN)/python -m cli.reference > docs/cli.md
 
 clean:
 	rm -rf $(VENV) $(AGENTS) build *.egg-info .pytest_cache .ruff_cache .hypothesis bench/data
