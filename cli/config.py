@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import click
@@ -66,21 +65,26 @@ def user_path(environ: Mapping[str, str]) -> str:
     return os.path.join(home, "ctxpack", "config.toml")
 
 
-def project_path(cwd: Path) -> Path | None:
-    """``.ctxpack.toml`` in ``cwd`` or the nearest folder above it."""
-    for folder in (cwd, *cwd.parents):
-        candidate = folder / PROJECT_FILE
-        if candidate.is_file():
+def project_path(cwd: str) -> str | None:
+    """``.ctxpack.toml`` in ``cwd`` or the nearest folder above it (os.path, not pathlib: this
+    runs at every start)."""
+    folder = os.path.abspath(cwd)
+    while True:
+        candidate = os.path.join(folder, PROJECT_FILE)
+        if os.path.isfile(candidate):
             return candidate
-    return None
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
-def config_files(environ: Mapping[str, str], cwd: Path) -> list[ConfigFile]:
+def config_files(environ: Mapping[str, str], cwd: str) -> list[ConfigFile]:
     """The files in force, the weakest first: the user's, then the project's."""
     files = [ConfigFile(user_path(environ), load(user_path(environ), "CTXPACK_CONFIG" in environ))]
     project = project_path(cwd)
-    if project is not None and str(project) != files[0].path:
-        files.append(ConfigFile(str(project), load(str(project), required=True)))
+    if project is not None and project != files[0].path:
+        files.append(ConfigFile(project, load(project, required=True)))
     return [file for file in files if file.data]
 
 
@@ -159,7 +163,7 @@ class DefaultMap(dict):
     """The root's ``default_map``: each command's defaults, made when click asks for them; the
     files are read the first time (inside the command, so that a bad one is a one-line error)."""
 
-    def __init__(self, environ: Mapping[str, str], cwd: Path) -> None:
+    def __init__(self, environ: Mapping[str, str], cwd: str) -> None:
         super().__init__()
         self.environ = environ
         self.cwd = cwd

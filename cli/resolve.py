@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compactor_core import defaults
@@ -164,7 +163,7 @@ class Resolver:
         """The config files, read (and checked) once: the project's over the user's."""
         if self._config is None:
             self._config = {}
-            for file in config_files(self.environ, Path.cwd()):
+            for file in config_files(self.environ, os.getcwd()):
                 _check(file.data, file.path)
                 for key, value in file.data.items():
                     inner = self._config.get(key)
