@@ -362,13 +362,6 @@ def quarters_and_images(message: Message) -> tuple[int, int]:
     return quarters, sum(is_image(block) and inspect(block).inline for block in collector.images)
 
 
-def system_units(system: Any, counter: Counter = HEURISTIC) -> int:
-    """A request envelope's ``system``, counted as the estimate counts it."""
-    collector = TextCollector()
-    collector.value(system)
-    return collector.units(counter)
-
-
 def counted_texts(messages: list[Message], system: Any = None, compat: bool = False) -> list[str]:
     """Every text the estimate counts, the JSON values written out."""
     return _collected(messages, system, compat).all_texts()

@@ -49,9 +49,6 @@ class MicroPlan:
     def touches(self, index: int) -> bool:
         return index in self.records or index in self.copies or index in self.images.records
 
-    def touches_view(self, session: SessionIndex) -> bool:
-        return any(self.touches(index) for index in session.view_records)
-
     @property
     def touched(self) -> LineSet:
         return self.records | self.copies | self.images.records

@@ -111,10 +111,6 @@ def parse_exact(line: Line, source: str) -> dict[str, Any]:
     return value
 
 
-def is_torn(line: Line, last: bool) -> bool:
-    return last and not line.ending
-
-
 def _without_source(message: str) -> str:
     # load_value names the place as "<source>: line N, column C: ..."; the source was empty
     return message.split(": ", 1)[1] if message.startswith(": ") else message

@@ -39,10 +39,6 @@ class Rewrite:
     insert: dict[int, tuple[Record, ...]] = field(default_factory=dict)  # after the line
     dropped: frozenset[int] = frozenset()  # lines left out
 
-    @property
-    def changes_anything(self) -> bool:
-        return bool(len(self.touched) or self.append or self.insert or self.dropped)
-
 
 UNCHANGED = Rewrite()
 

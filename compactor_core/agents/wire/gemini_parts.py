@@ -75,18 +75,6 @@ def text_of(parts: list[Part]) -> str:
     return "".join(part["text"] for part in parts if _is_text(part))
 
 
-def only_text(parts: list[Part]) -> bool:
-    return all(_is_text(part) for part in parts)
-
-
-def call_ids(parts: list[Part]) -> list[Any]:
-    return [
-        part["functionCall"].get("id")
-        for part in parts
-        if isinstance(part, dict) and isinstance(part.get("functionCall"), dict)
-    ]
-
-
 def _block(part: Part) -> dict[str, Any]:
     if not isinstance(part, dict):
         return {"type": "data"}
