@@ -62,13 +62,6 @@ SPECS: dict[str, ProviderSpec] = {
 }
 
 
-def register(spec: ProviderSpec) -> None:
-    """Add a provider of one's own (a test's scripted model, a plugin): ``--provider`` and
-    ``CTXPACK_PROVIDER`` may then name it, in this process and in the worker processes it
-    starts from now on."""
-    SPECS[spec.name] = spec
-
-
 def spec_of(name: str) -> ProviderSpec:
     """The declaration of provider ``name``; ConfigError for an unknown one."""
     if name not in SPECS:
