@@ -102,15 +102,18 @@ def test_the_store_gives_back_each_original_by_its_handle(tmp_path: Path) -> Non
     assert store.keep([OUTPUT, blocks, OUTPUT]) == 2
     assert store.keep([OUTPUT]) == 0  # kept once
     assert store.find(handle(OUTPUT)).answer == OUTPUT
-    assert json.loads(store.find(handle(blocks)).answer) == blocks
+    assert store.find(handle(blocks)).answer == "a picture of the log"  # text blocks: their text
+    image = [{"type": "image", "source": {"type": "base64", "data": "AAAA"}}]
+    store.keep([image])
+    assert json.loads(store.find(handle(image)).answer) == image  # anything else: its JSON
     whole = hashlib.sha256(OUTPUT.encode()).hexdigest()
     assert store.find(whole.upper()).answer == OUTPUT  # the whole hash, in any case
     folder = tmp_path / "originals"
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert {stat.S_IMODE(path.stat().st_mode) for path in folder.iterdir()} == {0o600}
     assert store.stats() == {
-        "originals": 2,
-        "bytes": len(OUTPUT) + len(json.dumps(blocks)),
+        "originals": 3,
+        "bytes": len(OUTPUT) + len(json.dumps(blocks)) + len(json.dumps(image)),
         "limit": store.limit,
     }
 

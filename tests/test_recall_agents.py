@@ -92,3 +92,62 @@ def _result(body: dict[str, Any], call_id: str) -> str:
                     return content
                 return "".join(part.get("text", "") for part in content)
     return ""
+
+
+def test_qwen_code_recalls_through_its_tool_bridge(tmp_path: Path) -> None:
+    """Qwen Code defers MCP tools (listed by name, called through its ``tool_call`` bridge):
+    serve sees ``mcp__ctxpack__recall`` listed, gives markers handles, and the original comes
+    back through the bridge."""
+    from agents.qwen import QwenHome, run_qwen
+
+    state = tmp_path / "state"
+    env = {"XDG_STATE_HOME": str(state)}
+    servers = {"ctxpack": {"command": str(CTXPACK), "args": ["mcp"], "env": env}}
+    asked: list[str] = []
+
+    def react(body: Any) -> Reply | None:
+        found = HANDLE.search(_texts(body.get("messages"))) if isinstance(body, dict) else None
+        if asked or found is None or not body.get("tools"):
+            return None
+        asked.append(found.group(1))
+        arguments = {"name": RECALL_TOOL, "arguments": {"handle": asked[0]}}
+        return Reply(text="Looking again.", calls=(ToolCall("tool_call", arguments),))
+
+    replies = [
+        Reply(
+            text=f"Step {n}.",
+            calls=(ToolCall("run_shell_command", {"command": f"seq {n} 3 6000"}),),
+        )
+        for n in (1, 2, 3)
+    ]
+    home, project = QwenHome(tmp_path / "qwen"), tmp_path / "project"
+    project.mkdir()
+    serve_args = ("--policy", "every-turn", "--keep-recent", "1")
+    with (
+        ModelServer(Script(replies=replies, reacting=react)) as model,
+        Serving(model.url, *serve_args, env=env) as proxy,
+    ):
+        run_qwen(home, project, "count", proxy, more_settings={"mcpServers": servers}, timeout=300)
+        bodies = [request.body for request in model.turn_requests]
+    assert asked, "no marker with a handle reached the model"
+    expected = "\n".join(str(n) for n in range(1, 6001, 3))
+    bridged = {  # the calls of the bridge, by id
+        call["id"]
+        for body in bodies
+        for message in body.get("messages") or ()
+        for call in message.get("tool_calls") or ()
+        if call["function"]["name"] == "tool_call"
+    }
+    answers = [
+        _as_text(message.get("content"))
+        for body in bodies
+        for message in body.get("messages") or ()
+        if message.get("role") == "tool" and message.get("tool_call_id") in bridged
+    ]
+    assert bridged and any(expected in text for text in answers), [t[:400] for t in answers]
+
+
+def _as_text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content if isinstance(content, str) else ""

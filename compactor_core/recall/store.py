@@ -17,6 +17,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
+
 from ..compaction.handles import HANDLE, content_text, digest
 from ..disk.private_dir import PrivateDir
 from ..errors import CtxpackError
@@ -36,9 +38,10 @@ class Found:
 
     @property
     def answer(self) -> str:
-        """What the model is told."""
+        """What the model is told: the original; a list of content blocks as the text they
+        hold, when they are all text (the JSON of anything else, as it was kept)."""
         if self.text is not None:
-            return self.text
+            return readable(self.text)
         if self.matches > 1:
             return f"recall {self.handle}: {self.matches} originals begin so; give more digits"
         if not HANDLE.match(self.handle):
@@ -47,6 +50,27 @@ class Found:
             f"recall {self.handle}: the store no longer holds this original "
             "(it was dropped to keep the store within its size, or kept on another machine)"
         )
+
+
+def readable(text: str) -> str:
+    """A kept original as the model should read it: the text of a list of text blocks."""
+    if not text.startswith("["):
+        return text
+    try:
+        blocks = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+    if isinstance(blocks, list) and blocks and all(_is_text(block) for block in blocks):
+        return "".join(block["text"] for block in blocks)
+    return text
+
+
+def _is_text(block: object) -> bool:
+    return (
+        isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+    )
 
 
 class OriginalsStore:

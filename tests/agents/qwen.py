@@ -58,10 +58,13 @@ def run_qwen(
     resume: str | None = None,
     timeout: float = 120,
     wrapper: Sequence[str | Path] = (),
+    more_settings: dict | None = None,
 ) -> AgentRun:
+    """``qwen PROMPT`` in ``cwd``; ``more_settings``: keys added to its settings.json
+    (``mcpServers``)."""
     settings = home.home / ".qwen" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
-    settings.write_text(json.dumps(SETTINGS))
+    settings.write_text(json.dumps({**SETTINGS, **(more_settings or {})}))
     before = set(home.chats(cwd).glob("*.jsonl"))
     command = [str(agent_bin("qwen")), "--auth-type", "openai", "-m", MODEL, "--yolo"]
     if resume:
