@@ -11,7 +11,6 @@ from .statusline import main
 
 @click.command(
     epilog=epilog(
-        "ctxpack setup claude --statusline    # Claude Code runs it at every refresh",
         "ctxpack statusline < input.json      # the line Claude Code would show",
     ),
 )
@@ -20,5 +19,6 @@ def statusline() -> None:
 
     The context against the window, whether the cache is warm (the last request within its time
     to live), the session's cost from its recorded usage, and what serve saved when it is in front.
+    `ctxpack setup claude --statusline` makes it Claude Code's statusLine.
     """
     main()
