@@ -11,7 +11,7 @@ from .statusline import main
 
 @click.command(
     epilog=epilog(
-        "ctxpack statusline < input.json      # the line Claude Code would show",
+        "cat input.json | ctxpack statusline    # the line Claude Code would show",
     ),
 )
 def statusline() -> None:
