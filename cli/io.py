@@ -34,7 +34,7 @@ def input_names(files: tuple[str, ...]) -> tuple[str, ...]:
 
 def each_session(names: tuple[str, ...]) -> tuple[str, ...]:
     """The names, a database of sessions standing for each of them (``FILE#SESSION``)."""
-    from compactor_core.ends.sources import is_database_file
+    from compactor_core.disk.database_names import is_database_file
 
     if not any(is_database_file(name) for name in names if name != STDIN):
         return names

@@ -261,7 +261,8 @@ def _say_older(name: str, older: int, choice: Choice) -> None:
 
 
 def _database(name: str) -> bool:
-    from compactor_core.ends.sources import is_database_file, local_file
+    from compactor_core.disk.database_names import is_database_file
+    from compactor_core.ends.sources import local_file
 
     return is_database_file(local_file(name).path)
 
@@ -270,7 +271,7 @@ def _restore_sessions(
     store: SnapshotStore, name: str, choice: Choice, dry_run: bool
 ) -> list[ExitStatus]:
     """``restore DB#SESSION``: that session put back; ``restore DB``: each session kept."""
-    from compactor_core.ends.sources import session_name
+    from compactor_core.disk.database_names import session_name
     from compactor_core.errors import UsageError
     from compactor_core.session_files.database import kept_sessions, restore_session
     from compactor_core.session_files.registry import database_of

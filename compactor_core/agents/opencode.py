@@ -37,7 +37,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from ..conversation.formats import Message, dumps
-from ..ends.sources import session_name
+from ..disk.database_names import session_name
 from ..errors import InputError, SessionInUse, UsageError
 from ..session_files.base import (
     Compaction,

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..disk.atomic import remove_stale_temp_files
+from ..disk.database_names import is_database_file, session_name
 from ..ends.destinations import Destination, InPlace, ToFile, ToObject
-from ..ends.sources import LocalFile, RemoteObject, is_database_file, local_file, session_name
+from ..ends.sources import LocalFile, RemoteObject, local_file
 from ..ends.urls import is_url, join
 from ..errors import IsADirectory, OutputError
 from ..process import Target

@@ -12,8 +12,9 @@ says so itself (``documents.DatabaseDocument``).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..errors import OutputError, SessionInUse, UsageError
 
@@ -23,8 +24,22 @@ if TYPE_CHECKING:  # pathlib too: a filter's input does not need it
     from ..compaction.outcome import Outcome
     from ..compaction.pipeline import Subject
     from ..settings import RunSettings
-    from ..snapshots.base import Snapshots
-    from .documents import Document
+    from ..snapshots.base import Details, Snapshots
+
+
+class Document(Protocol):
+    """What an origin asks of the document read from it (``documents.py`` has each kind)."""
+
+    guarded: bool  # an agent may be writing it: never rewritten while in use
+    in_memory: bool  # held whole in memory
+
+    def busy(self, rules: RunSettings) -> str | None: ...
+
+    def details(self, tokens: int | None) -> Details: ...
+
+    def input_chunks(self) -> Iterator[bytes]: ...
+
+    def after_replace(self, path: Path) -> str | None: ...
 
 
 class Written(NamedTuple):

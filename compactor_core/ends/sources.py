@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import BinaryIO
 
 from .. import defaults
+from ..disk.database_names import database_part
 from ..errors import IsADirectory, reading
 from .origins import InMemory, OpenedFile, ReadObject, file_version
 
@@ -154,41 +155,12 @@ class RemoteObject:
 Source = Given | LocalFile | RemoteObject
 
 
-SESSION_MARK = "#"  # FILE#SESSION: one session of a database
-SQLITE_HEADER = b"SQLite format 3\x00"
-
-
 def local_file(name: str) -> LocalFile:
     """The local input ``name``: a file, or one session of a database, ``FILE#SESSION``
     (a file that is itself named so is that file)."""
-    file, session = split_session(name)
-    if session is None or os.path.lexists(name) or not os.path.isfile(file):
+    file, session = database_part(name)
+    if session is None:
         return LocalFile(name, name)
     from pathlib import Path  # only here: a plain file's input starts without it
 
     return LocalFile(Path(file), name, session)
-
-
-def split_session(name: str) -> tuple[str, str | None]:
-    """``FILE#SESSION`` as (FILE, SESSION); a name without the mark as (name, None)."""
-    file, mark, session = name.rpartition(SESSION_MARK)
-    if not mark or not file or not session:
-        return name, None
-    return file, session
-
-
-def session_name(file: str | os.PathLike[str], session: str) -> str:
-    """How one session of a database file is named: ``FILE#SESSION``."""
-    return f"{os.fspath(file)}{SESSION_MARK}{session}"
-
-
-def is_database_file(name: str | os.PathLike[str]) -> bool:
-    """Whether the file is a SQLite database (by its first bytes; only a regular file is
-    opened: opening a named pipe would wait for its writer)."""
-    try:
-        if not stat.S_ISREG(os.stat(name).st_mode):
-            return False
-        with open(name, "rb") as handle:
-            return handle.read(len(SQLITE_HEADER)) == SQLITE_HEADER
-    except OSError:
-        return False

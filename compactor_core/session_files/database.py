@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import orjson
 
 from ..conversation.formats import dumps
-from ..ends.sources import session_name
+from ..disk.database_names import session_name
 from ..errors import InputError, InputUnreadable, OutputError, SessionInUse
 from .base import Record
 from .in_use import writers_of

@@ -17,6 +17,7 @@ import orjson
 
 from .. import defaults
 from ..conversation.formats import UTF8_BOM
+from ..disk.database_names import database_part
 from ..errors import InputError
 from .records import lines, parse_fast
 
@@ -142,17 +143,15 @@ def stored_sessions(path: Path) -> list[str] | None:
 def database_of(name: str) -> tuple[StoredFormat, Path, str | None] | None:
     """For a database of sessions (or ``FILE#SESSION``, one of them): its format, its file
     and the session named (None: the database itself); None for any other name."""
-    from ..ends.sources import local_file
-
-    source = local_file(name)
-    path = Path(source.path)
+    file, session = database_part(name)
+    path = Path(file)
     found = _database_format(path)
-    return (found[0], path, source.session) if found else None
+    return (found[0], path, session) if found else None
 
 
 def _database_format(path: Path) -> tuple[StoredFormat, list[str]] | None:
     """The database format whose sessions the file holds, and those sessions."""
-    from ..ends.sources import is_database_file
+    from ..disk.database_names import is_database_file
     from .stores import DATABASE, StoredFormat
 
     if not is_database_file(path):
@@ -168,7 +167,7 @@ def _database_format(path: Path) -> tuple[StoredFormat, list[str]] | None:
 def each_session(names: Sequence[str]) -> list[str]:
     """The inputs the names stand for: a database of sessions stands for each of them
     (``FILE#SESSION``), any other name for itself."""
-    from ..ends.sources import session_name
+    from ..disk.database_names import session_name
 
     inputs: list[str] = []
     for name in names:

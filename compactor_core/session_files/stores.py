@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
 from ..conversation.formats import dumps
-from ..ends.sources import SQLITE_HEADER
+from ..disk.database_names import SQLITE_HEADER
 from ..errors import UsageError
 from .base import AgentFormat, Record
 from .index import read_record
