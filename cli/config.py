@@ -65,6 +65,14 @@ def user_path(environ: Mapping[str, str]) -> str:
     return os.path.join(home, "ctxpack", "config.toml")
 
 
+def working_folder() -> str:
+    """The working folder; the root when it is gone (a folder removed under a shell in it)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return os.sep
+
+
 def project_path(cwd: str) -> str | None:
     """``.ctxpack.toml`` in ``cwd`` or the nearest folder above it (os.path, not pathlib: this
     runs at every start)."""

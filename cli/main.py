@@ -67,7 +67,7 @@ class CtxpackGroup(click.Group):
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         # every option from the config files and the environment (cli/config.py)
-        kwargs.setdefault("default_map", config.DefaultMap(os.environ, os.getcwd()))
+        kwargs.setdefault("default_map", config.DefaultMap(os.environ, config.working_folder()))
         kwargs.setdefault("auto_envvar_prefix", config.ENV_PREFIX)
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from compactor_core import defaults
 from compactor_core.errors import ConfigError
 
-from .config import config_files, user_path
+from .config import config_files, user_path, working_folder
 
 if TYPE_CHECKING:
     from compactor_core.compaction.estimate import Counter
@@ -163,7 +163,7 @@ class Resolver:
         """The config files, read (and checked) once: the project's over the user's."""
         if self._config is None:
             self._config = {}
-            for file in config_files(self.environ, os.getcwd()):
+            for file in config_files(self.environ, working_folder()):
                 _check(file.data, file.path)
                 for key, value in file.data.items():
                     inner = self._config.get(key)
