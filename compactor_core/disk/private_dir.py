@@ -21,6 +21,7 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import UnsafeLocation
@@ -63,6 +64,17 @@ class PrivateDir:
             os.close(fd)
             raise
         return cls(fd, path)
+
+    @classmethod
+    @contextlib.contextmanager
+    def opened(cls, path: Path, create: bool) -> Iterator[PrivateDir]:
+        """``open`` for a ``with`` block: FileNotFoundError when it is missing and not to be
+        created."""
+        folder = cls.open(path, create=create, label=str(path))
+        if folder is None:
+            raise FileNotFoundError(str(path))
+        with folder:
+            yield folder
 
     def close(self) -> None:
         if self.fd >= 0:

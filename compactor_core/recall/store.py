@@ -11,9 +11,8 @@ the originals used least recently go first (a recall touches the one it reads).
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,7 +91,7 @@ class OriginalsStore:
         fresh = {name: text for name, text in texts.items() if name not in self._known}
         if not fresh:
             return 0
-        with self._lock, self._opened(create=True) as folder:
+        with self._lock, PrivateDir.opened(self.folder, create=True) as folder:
             present = set(folder.names())
             written = 0
             for name, text in fresh.items():
@@ -110,7 +109,7 @@ class OriginalsStore:
         if not HANDLE.match(handle):
             return Found(handle)
         try:
-            with self._opened(create=False) as folder:
+            with PrivateDir.opened(self.folder, create=False) as folder:
                 names = [name for name in folder.names() if name.startswith(PREFIX + handle)]
                 if len(names) != 1:
                     return Found(handle, matches=len(names))
@@ -122,19 +121,11 @@ class OriginalsStore:
     def stats(self) -> dict[str, int]:
         """How many originals the store holds, and their bytes."""
         try:
-            with self._opened(create=False) as folder:
+            with PrivateDir.opened(self.folder, create=False) as folder:
                 sizes = [folder.stat(name).st_size for name in _originals(folder)]
         except (OSError, CtxpackError):
             sizes = []
         return {"originals": len(sizes), "bytes": sum(sizes), "limit": self.limit}
-
-    @contextlib.contextmanager
-    def _opened(self, create: bool) -> Iterator[PrivateDir]:
-        opened = PrivateDir.open(self.folder, create=create, label=str(self.folder))
-        if opened is None:
-            raise FileNotFoundError(str(self.folder))
-        with opened:
-            yield opened
 
     def _prune(self, folder: PrivateDir) -> None:
         """The least recently used originals go until the rest fit within ``limit``."""

@@ -111,6 +111,7 @@ def _read_on(tally: Tally, transcript: Path, size: int, prices: PriceTable | Non
     """Count the whole lines from ``tally.offset`` to ``size`` (the usage reader and the prices
     are loaded only then: an unchanged file needs neither)."""
     from ..agents.claude_code_usage import recorded_usage
+    from ..session_files.records import record_of
     from .prices import bundled
 
     prices = prices or bundled()
@@ -122,7 +123,7 @@ def _read_on(tally: Tally, transcript: Path, size: int, prices: PriceTable | Non
     ids = list(tally.seen)  # in the order they came: a message's records are written together
     records = []
     for line in data[:end].splitlines():
-        record = _record(line)
+        record = record_of(line)
         message = record.get("message") if record else None
         identity = message.get("id") if isinstance(message, dict) else None
         if record is not None and identity not in seen:
@@ -154,14 +155,6 @@ def _count(tally: Tally, call: Any, prices: PriceTable) -> None:
         tally.model = call.model or tally.model
 
 
-def _record(line: bytes) -> dict | None:
-    try:
-        value = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
 # --- what a run keeps for the next ---------------------------------------------------------------
 
 
@@ -174,10 +167,7 @@ def _cached(folder: Path | None, transcript: Path) -> Tally | None:
     if folder is None:
         return None
     try:
-        opened = PrivateDir.open(folder, create=False, label=str(folder))
-        if opened is None:
-            return None
-        with opened:
+        with PrivateDir.opened(folder, create=False) as opened:
             kept = orjson.loads(opened.read_own(_name(transcript), MAX_CACHE))
         if kept.pop("version", None) != CACHE_VERSION:
             return None
@@ -190,10 +180,7 @@ def _keep(folder: Path | None, transcript: Path, tally: Tally) -> None:
     if folder is None:
         return
     try:
-        opened = PrivateDir.open(folder, create=True, label=str(folder))
-        if opened is None:
-            return
-        with opened:
+        with PrivateDir.opened(folder, create=True) as opened:
             kept = orjson.dumps({"version": CACHE_VERSION, **asdict(tally)})
             opened.put(_name(transcript), kept, durable=False)  # lost: counted again
     except (OSError, CtxpackError):

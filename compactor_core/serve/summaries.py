@@ -97,15 +97,10 @@ class SummaryStore:
             folder.put(f"summary-{key}.json", record)
             self._prune(folder)
 
-    @contextlib.contextmanager
-    def _folder(self, create: bool):  # -> Iterator[PrivateDir]
+    def _folder(self, create: bool) -> contextlib.AbstractContextManager[PrivateDir]:
         if self.folder is None:
             raise FileNotFoundError("no folder")
-        opened = PrivateDir.open(self.folder, create=create, label=str(self.folder))
-        if opened is None:
-            raise FileNotFoundError(str(self.folder))
-        with opened:
-            yield opened
+        return PrivateDir.opened(self.folder, create=create)
 
     def _prune(self, folder: PrivateDir) -> None:
         names = [name for name in folder.names() if name.startswith("summary-")]

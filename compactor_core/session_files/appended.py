@@ -17,6 +17,7 @@ import orjson
 
 from .base import AgentFormat, RecordInfo
 from .index import index_session, read_record
+from .records import record_of
 
 
 def follow_original(
@@ -28,7 +29,7 @@ def follow_original(
     leaf = _resumed_from(original, agent_format, label)
     lines = appended.splitlines(keepends=True)
     for number, line in enumerate(lines):
-        record = _record(line)
+        record = record_of(line)
         if record is None:
             continue
         info = _info(record, agent_format)
@@ -43,7 +44,7 @@ def follow_original(
 def _ids(data: bytes, agent_format: AgentFormat) -> set[str]:
     found = set()
     for line in data.splitlines():
-        record = _record(line)
+        record = record_of(line)
         if record is not None:
             found.add(_info(record, agent_format).id)
     found.discard(None)
@@ -64,11 +65,3 @@ def _info(record: dict, agent_format: AgentFormat) -> RecordInfo:
     info = RecordInfo(0, 0, 0)
     agent_format.index(record, info)
     return info
-
-
-def _record(line: bytes) -> dict | None:
-    try:
-        value = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None

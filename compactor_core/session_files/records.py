@@ -72,6 +72,16 @@ def lines(handle: BinaryIO, start: int = 0) -> Iterator[Line]:
         offset += len(data)
 
 
+def record_of(line: bytes) -> dict[str, Any] | None:
+    """A line's JSON object, or None (a torn line, anything else): for the readers that skip
+    what is not a record."""
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def parse_fast(line: Line) -> tuple[Any, str | None]:
     """The line's record and None, or None and why it is not one.
 
