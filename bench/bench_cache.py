@@ -37,9 +37,9 @@ from compactor_core.replay import recordings
 from compactor_core.replay.pricing import DEFAULT_PROFILE, PROFILES, Pricing
 from compactor_core.replay.report import figures, table
 from compactor_core.replay.run import (
+    BAREAGENT,
     CHOSEN,
     KEEPS,
-    SEED,
     UNTOUCHED,
     USES,
     Recording,
@@ -127,7 +127,7 @@ def _targets(report: Report, name: str, bundled: Bundled, rules: str) -> None:
     rows = {(row["use"], row["policy"]): row for row in figures(replays)}
     base = rows[("any", UNTOUCHED)]
     for use in USES:
-        chosen, seed = rows[(use, CHOSEN)], rows[(use, SEED)]
+        chosen, seed = rows[(use, CHOSEN)], rows[(use, BAREAGENT)]
         target = TRANSCRIPTS_TARGET
         report.ratio(f"{name}.{use}", chosen["billed"], base["billed"], target, unit="tokens")
         report.info(f"{name}.{use}.vs_every_turn", chosen["billed"], seed["billed"], unit="tokens")
@@ -178,15 +178,15 @@ def _default(report: Report, bundled: Bundled) -> None:
 def per_session(bundled: Bundled, replays: Sequence[Replay]) -> str:
     """Billed per session: the record where there is one, untouched, and each policy against
     untouched in both ways of use."""
-    header = ("session", "requests", "recorded", "untouched", "seed keeps", "new keeps")
-    header += ("seed re-sends", "new re-sends", "new billed", "hits new")
+    header = ("session", "requests", "recorded", "untouched", "every-turn keeps", "new keeps")
+    header += ("every-turn re-sends", "new re-sends", "new billed", "hits new")
     lines = [header]
     for (label, _), result in zip(bundled, replays, strict=True):
         base = result.find(KEEPS, UNTOUCHED).bill.billed
         recorded = f"{result.recorded.billed:,.0f}" if result.recorded else "-"
         cells = [label, str(result.requests), recorded, f"{base:,.0f}"]
         for use in USES:
-            for policy in (SEED, CHOSEN):
+            for policy in (BAREAGENT, CHOSEN):
                 cells.append(f"{result.find(use, policy).bill.billed / base:.2f}x")
         cells.append(f"{result.find(KEEPS, CHOSEN).bill.billed:,.0f}")
         cells.append(f"{result.find(KEEPS, CHOSEN).bill.hit_rate:.0%}")

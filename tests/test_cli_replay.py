@@ -48,7 +48,7 @@ def test_json_for_scripts_and_a_total_only_in_the_table() -> None:
     assert first["recorded"] is None
     rows = {(row["use"], row["policy"]): row for row in first["rows"]}
     assert rows[("any", "untouched")]["vs_untouched"] == 1.0
-    assert rows[("keeps", "chosen")]["billed"] < rows[("keeps", "seed")]["billed"]
+    assert rows[("keeps", "chosen")]["billed"] < rows[("keeps", "bareagent")]["billed"]
     assert len(first["per_request"]["keeps/chosen"]) == first["requests"] == 33
     table = run("replay", TRANSCRIPT, SESSION).stdout.decode()
     assert "total of 2 files" in table

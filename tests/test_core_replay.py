@@ -14,7 +14,15 @@ from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.replay import recordings
 from compactor_core.replay.pricing import PROFILES, Meter, Pricing, pricing
 from compactor_core.replay.report import as_json, figures
-from compactor_core.replay.run import CHOSEN, KEEPS, RESENDS, SEED, UNTOUCHED, Recording, replay
+from compactor_core.replay.run import (
+    BAREAGENT,
+    CHOSEN,
+    KEEPS,
+    RESENDS,
+    UNTOUCHED,
+    Recording,
+    replay,
+)
 from compactor_core.session_files.index import index_session
 from compactor_core.session_files.registry import detect
 from compactor_core.settings import Settings
@@ -110,9 +118,9 @@ def test_the_seed_marks_every_turn_and_pays_for_it() -> None:
         ]
     result = replay(Recording(messages), Settings(min_gain=3000), PRICES)
     rows = {(row["use"], row["policy"]): row for row in figures([result])}
-    assert rows[(KEEPS, SEED)]["vs_untouched"] > 1  # the seed's bill is higher than untouched
-    assert rows[(KEEPS, CHOSEN)]["vs_untouched"] < rows[(KEEPS, SEED)]["vs_untouched"]
-    assert rows[(KEEPS, CHOSEN)]["hit_rate"] > rows[(KEEPS, SEED)]["hit_rate"]
+    assert rows[(KEEPS, BAREAGENT)]["vs_untouched"] > 1  # the seed's bill is higher than untouched
+    assert rows[(KEEPS, CHOSEN)]["vs_untouched"] < rows[(KEEPS, BAREAGENT)]["vs_untouched"]
+    assert rows[(KEEPS, CHOSEN)]["hit_rate"] > rows[(KEEPS, BAREAGENT)]["hit_rate"]
 
 
 def test_both_ways_of_use_send_the_same_requests_on_a_real_transcript() -> None:

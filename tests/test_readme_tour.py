@@ -5,7 +5,6 @@ A command added to the tour without a check here fails the first test."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
@@ -81,25 +80,3 @@ def test_the_tour_does_what_it_says(command: str, tmp_path: Path) -> None:
     CHECKS[command](done.stdout, done.stderr)
     after = {path.name: path.read_bytes() for path in (tmp_path / "examples").iterdir()}
     assert after == before  # the tour changes no file, even with -i --dry-run
-
-
-SESSION_BLOCK = re.compile(r"```sh\nctxpack sessions --over 100000.*?```", re.S)
-REAL = REPO / "tests" / "corpus" / "originals" / "cc_entire_1284c080__full.jsonl"
-
-
-def test_the_session_walkthrough_prints_what_the_readme_shows(tmp_path: Path) -> None:
-    """The README's session commands on the very session it names (the corpus's 1284c080):
-    check, micro --in-place --stats with the line it shows, restore byte for byte."""
-    block = SESSION_BLOCK.search((REPO / "README.md").read_text())
-    assert block, "README.md: no session walkthrough"
-    shown = next(line for line in block.group(0).splitlines() if line.startswith("#   ctxpack:"))
-    session = tmp_path / "1284c080-f9cd-45f8-9942-ff58f5c517e5.jsonl"
-    session.write_bytes(REAL.read_bytes())
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
-    assert run("check", session, env=env).returncode == 0
-    done = run("micro", "--in-place", "--stats", "--min-idle", "0", session, env=env)
-    assert done.returncode == 0, done.stderr
-    first = done.stderr.decode().splitlines()[0].replace(str(session), "…/1284c080-….jsonl")
-    assert f"#   {first}" == shown
-    assert run("restore", "--min-idle", "0", session, env=env).returncode == 0
-    assert session.read_bytes() == REAL.read_bytes()

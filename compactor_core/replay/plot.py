@@ -19,11 +19,11 @@ from typing import Any
 
 from ..errors import ConfigError
 from .report import USE_LABELS, settings_line
-from .run import CHOSEN, KEEPS, RESENDS, SEED, UNTOUCHED, Replay, Run
+from .run import BAREAGENT, CHOSEN, KEEPS, RESENDS, UNTOUCHED, Replay, Run
 
 FORMATS = ("svg", "png")
 INSTALL = "pip install 'ctxpack[plot]'"
-COLOURS = {SEED: "tab:red", CHOSEN: "tab:blue"}
+COLOURS = {BAREAGENT: "tab:red", CHOSEN: "tab:blue"}
 PARTS = (("read from the cache", "tab:green"), ("written", "tab:orange"), ("plain", "0.7"))
 
 
@@ -74,8 +74,8 @@ def _cumulative(panel: Any, replay: Replay) -> None:
         recorded = list(accumulate(replay.recorded.per_request))
         ratio = replay.recorded.billed / base.billed if base.billed else 0.0
         panel.plot(recorded, color="black", linestyle="--", label=f"as recorded: {ratio:.2f}x")
-    for policy in (SEED, CHOSEN):
-        name = "every-turn (BareAgent's)" if policy == SEED else settings_line(replay)
+    for policy in (BAREAGENT, CHOSEN):
+        name = "every-turn (BareAgent's)" if policy == BAREAGENT else settings_line(replay)
         keeps, resends = replay.find(KEEPS, policy), replay.find(RESENDS, policy)
         alike = keeps.bill.requests == resends.bill.requests
         ways = (keeps,) if alike else (keeps, resends)

@@ -7,11 +7,11 @@ from typing import Any
 
 from ..compaction.cache_plan import min_gain
 from ..defaults import CACHE_AWARE, EVERY_TURN
-from .run import CHOSEN, KEEPS, RESENDS, SEED, UNTOUCHED, USES, Replay
+from .run import BAREAGENT, CHOSEN, KEEPS, RESENDS, UNTOUCHED, USES, Replay
 
 USE_LABELS = {KEEPS: "keeps its output", RESENDS: "re-sends history"}
 RECORDED = "recorded"  # the row of the bill as the agent recorded it
-RUNS = ((KEEPS, UNTOUCHED), *((use, policy) for use in USES for policy in (SEED, CHOSEN)))
+RUNS = ((KEEPS, UNTOUCHED), *((use, policy) for use in USES for policy in (BAREAGENT, CHOSEN)))
 
 
 def settings_line(replay: Replay) -> str:
@@ -42,17 +42,18 @@ def figures(replays: Sequence[Replay]) -> list[dict[str, Any]]:
     rows = [] if (recorded := _recorded(replays, base)) is None else [recorded]
     for use, policy in RUNS:
         tally = sums[(use, policy)]
-        seed = None if policy == UNTOUCHED else sums[(use, SEED)]["billed"]
+        every_turn = sums[(use, BAREAGENT)]["billed"]
+        vs_every_turn = None if policy == UNTOUCHED else _ratio(tally["billed"], every_turn)
         rows.append(
             {
                 "use": "any" if policy == UNTOUCHED else use,
                 "policy": policy,
-                "name": {UNTOUCHED: UNTOUCHED, SEED: EVERY_TURN}.get(
+                "name": {UNTOUCHED: UNTOUCHED, BAREAGENT: EVERY_TURN}.get(
                     policy, _chosen_name(replays[0])
                 ),
                 "billed": round(tally["billed"], 2),
                 "vs_untouched": _ratio(tally["billed"], base["billed"]),
-                "vs_every_turn": None if seed is None else _ratio(tally["billed"], seed),
+                "vs_every_turn": vs_every_turn,
                 "hit_rate": _ratio(tally["cached"], tally["sent"]) or 0.0,
                 "sent": tally["sent"],
                 "sent_vs_untouched": _ratio(tally["sent"], base["sent"]),
@@ -147,7 +148,7 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
         lines.append(
             (
                 "either" if row["use"] == "any" else USE_LABELS[row["use"]],
-                f"{row['name']} (BareAgent's)" if row["policy"] == SEED else row["name"],
+                f"{row['name']} (BareAgent's)" if row["policy"] == BAREAGENT else row["name"],
                 f"{row['billed']:,.0f}",
                 _times(row["vs_untouched"]),
                 _times(row["vs_every_turn"]),

@@ -6,7 +6,7 @@ the history up to it; a session file that records its requests' usage gives them
 request goes through ``auto`` as a caller would use it, in one of two ways: an agent loop that
 keeps ctxpack's output and appends to it (``keeps``), or a caller that re-sends its raw history
 every time, as a proxy does (``resends``). What was sent is billed by the provider's cache rules
-(pricing.py, cache_rules.py), beside sending the history untouched and beside the seed's policy
+(pricing.py, cache_rules.py), beside sending the history untouched and beside BareAgent's policy
 (micro compaction on every call, a summary when over the threshold; ``every-turn``). Summaries are
 the built-in extractive summarizer's, offline, unless another deterministic one is given.
 """
@@ -33,7 +33,7 @@ KEEPS = "keeps"  # an agent loop that keeps ctxpack's output and appends to it
 RESENDS = "resends"  # a caller that re-sends its raw history every time (a proxy)
 USES = (KEEPS, RESENDS)
 UNTOUCHED = "untouched"
-SEED = "seed"  # the seed's policy: every-turn, with the same settings otherwise
+BAREAGENT = "bareagent"  # BareAgent's policy: every-turn, with the same settings otherwise
 CHOSEN = "chosen"
 
 
@@ -76,7 +76,7 @@ class Run:
     """One policy in one way of use: what each request was, and the bill."""
 
     use: str  # KEEPS or RESENDS (untouched: both alike)
-    policy: str  # UNTOUCHED, SEED or CHOSEN
+    policy: str  # UNTOUCHED, BAREAGENT or CHOSEN
     bill: Bill
     summaries: int = 0  # requests that held a summary
     new_summaries: tuple[int, ...] = ()  # the requests that held a summary the one before did not
@@ -102,7 +102,7 @@ def replay(
     settings: Settings,
     prices: Pricing,
     provider: Summarizer | None = None,
-    policies: Sequence[str] = (SEED, CHOSEN),
+    policies: Sequence[str] = (BAREAGENT, CHOSEN),
     uses: Sequence[str] = USES,
 ) -> Replay:
     """Every request of the recording through each policy and way of use, billed."""
@@ -115,7 +115,7 @@ def replay(
     for request in recording.all_requests():
         untouched.send(request.history, recording.system, request.time)
     runs = [Run(KEEPS, UNTOUCHED, untouched.bill())]
-    replayed = {SEED: replace(settings, policy=EVERY_TURN, min_gain=None), CHOSEN: settings}
+    replayed = {BAREAGENT: replace(settings, policy=EVERY_TURN, min_gain=None), CHOSEN: settings}
     for use in uses:
         for name, chosen in ((name, replayed[name]) for name in policies):
             billed = meter()
@@ -173,7 +173,7 @@ def _requests(
             conversation = Conversation(history, "envelope" if envelope else "array", envelope)
             outcome = run(RunSettings("auto", settings), conversation, provider)
             sent = outcome.conversation.messages
-            kept_times = [None] * len(sent)  # the seed's policy has no use for times
+            kept_times = [None] * len(sent)  # BareAgent's policy has no use for times
         kept, previous = sent, request.history
         yield sent, now
 
