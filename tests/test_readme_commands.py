@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -113,9 +114,6 @@ NOT_RUN: dict[str, str] = {
     "curl -s http://127.0.0.1:8765/ctxpack/stats": SERVE,
     "ctxpack serve --upstream https://api.anthropic.com --install": "installs a systemd user unit "
     "and asks systemctl (test_cli_service writes the unit into a temporary home)",
-    "ctxpack setup codex --address http://127.0.0.1:8766": "asks at a terminal before it writes "
-    "(test_cli_setup runs it with --yes)",
-    "ctxpack setup claude": "as setup codex --address",
     "ctxpack auto -r s3://bucket/sessions/ -O s3://bucket/compacted/ "
     "--scheduler tcp://sched:8786": (
         "needs an S3 bucket and a Dask scheduler (test_batch runs the engines on local folders)"
@@ -227,6 +225,19 @@ def diff_shown(done: subprocess.CompletedProcess[str], home: Path) -> None:
     assert not (home / ".codex" / "config.toml").exists()  # a dry run writes nothing
 
 
+def codex_at_serve(done: subprocess.CompletedProcess[str], home: Path) -> None:
+    succeeds(done, home)
+    config = (home / ".codex" / "config.toml").read_text()
+    assert 'base_url = "http://127.0.0.1:8766/v1"' in config
+    assert "supports_websockets = false" in config
+
+
+def claude_at_serve(done: subprocess.CompletedProcess[str], home: Path) -> None:
+    succeeds(done, home)
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    assert settings == {"theme": "dark", "env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:8765"}}
+
+
 def undone(done: subprocess.CompletedProcess[str], home: Path) -> None:
     succeeds(done, home)
     assert (home / ".claude" / "settings.json").read_text() == '{"theme": "dark"}\n'
@@ -254,6 +265,8 @@ CHECKS: dict[str, tuple[tuple[str, ...], Check]] = {
     f"ctxpack micro --in-place --stats {SESSION}": ((), session_shrunk),
     f"ctxpack restore {SESSION}": ((f"ctxpack micro --in-place --stats {SESSION}",), put_back),
     "ctxpack micro --in-place -r ~/.claude/projects -j 2": ((), session_shrunk),
+    "ctxpack setup codex --address http://127.0.0.1:8766": ((), codex_at_serve),
+    "ctxpack setup claude": ((), claude_at_serve),
     "ctxpack setup codex --dry-run": ((), diff_shown),
     "ctxpack setup claude --undo": (("ctxpack setup claude --yes",), undone),
     "ctxpack replay session.json": ((), receipt),
@@ -264,6 +277,7 @@ CHECKS: dict[str, tuple[tuple[str, ...], Check]] = {
     "ctxpack report tests/corpus/originals/*.jsonl": ((), succeeds),
 }
 
+ASKS = {"ctxpack setup claude", "ctxpack setup codex --address http://127.0.0.1:8766"}
 IN_THE_REPOSITORY = {"make run", "ctxpack report tests/corpus/originals/*.jsonl"}
 TOUR = set(tour_commands())
 
@@ -328,6 +342,8 @@ def bash(command: str, home: Path) -> subprocess.CompletedProcess[str]:
         line += " && complete -p ctxpack" if "bash_source" in command else ""
         line = line.removeprefix('eval "$(').removesuffix(')"') if "zsh" in command else line
     line = line.replace(" | source", "")  # fish's; the script it would read is checked instead
+    if command in ASKS:  # at a terminal, where the user answers yes to each change it shows
+        line = f"printf 'y\\ny\\n' | script -qec {shlex.quote(line)} /dev/null"
     cwd = REPO if command in IN_THE_REPOSITORY else home
     return subprocess.run(
         ["bash", "-c", line], capture_output=True, text=True, cwd=cwd, env=env, timeout=120
