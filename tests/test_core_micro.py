@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from helpers import assert_only_tool_results_changed, micro_in_place
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from strategies import conversations
 
@@ -20,7 +20,8 @@ from compactor_core.compaction.micro import (
     marker,
     micro_compact,
 )
-from compactor_core.conversation.tools import tool_names, tool_result_turns
+from compactor_core.compaction.staleness import analyse
+from compactor_core.conversation.tools import result_holders, tool_names, tool_result_turns
 
 MARKER = re.compile(r"\[truncated: (?P<tool>.*) result, (?P<chars>\d+) chars\]")
 
@@ -424,13 +425,43 @@ def test_micro_is_idempotent(data: st.DataObject) -> None:
     assert messages == once
 
 
+SAME_FILE_TWICE = [  # read twice in one turn: the first read is a duplicate of the second
+    {"role": "user", "content": ""},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"file_path": "0"}},
+            {"type": "tool_use", "id": "t2", "name": "read_file", "input": {"file_path": "0"}},
+        ],
+    },
+    {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "0" * 64},
+            {"type": "tool_result", "tool_use_id": "t2", "content": ""},
+        ],
+    },
+]
+
+
 @given(conversations(), st.integers(1, 6))
+@example(SAME_FILE_TWICE, 1)
 def test_the_newest_turns_are_kept_whole(messages: list[dict], keep_recent: int) -> None:
+    """Whole, but for a result a later one repeats (issue 35: a duplicate, not context), which
+    gets the marker that names the later one."""
     before = copy.deepcopy(messages)
+    duplicates = analyse(before).duplicates()
     micro_in_place(messages, keep_recent=keep_recent)
     for turn in tool_result_turns(before)[-keep_recent:]:
         for index in turn:
-            assert messages[index] == before[index]
+            for (call_id, was), (_, now) in zip(
+                result_holders([before[index]]), result_holders([messages[index]]), strict=True
+            ):
+                repeated = call_id in duplicates and now["content"] == duplicates[call_id].marker()
+                assert now == was or repeated
+            assert {k: v for k, v in messages[index].items() if k != "content"} == {
+                k: v for k, v in before[index].items() if k != "content"
+            }
 
 
 @given(conversations())
