@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support_full import PREFIX, anthropic_call, anthropic_result
 from support_full import assistant_turn as assistant
 from support_full import extractive_summary as summarize
@@ -65,6 +68,61 @@ def test_a_budget_too_small_for_every_path_lists_the_most_used_and_counts_the_re
     listed = [line for line in paths if line.startswith("src/")]
     assert paths[-1] == f"… and {61 - len(listed)} more file paths"
     assert len(listed) < 61
+
+
+def test_a_summary_befores_other_names_go_with_their_heading() -> None:
+    """A budget too small for the names of a summary before leaves out their heading too."""
+    previous = ctxpack_summary("src/a.py (modified)", "Other names: parse_config, load_table")
+    steps = [("Read", "x" * 50, {"file_path": f"src/mod{n}/file_{n}.py"}) for n in range(40)]
+    messages = [user(previous), assistant("ok"), *calls(*steps), assistant("done")]
+    assert not [line for line in summarize(messages).splitlines() if "Other names" in line]
+    steps = [(name, "x" * 3000, arguments) for name, _, arguments in steps]  # room enough
+    messages = [user(previous), assistant("ok"), *calls(*steps), assistant("done")]
+    names = [line for line in part(summarize(messages), PATHS) if "Other names" in line]
+    assert names == ["Other names: parse_config, load_table"]
+
+
+FILES = st.sampled_from([f"src/{name}.py" for name in ("auth", "db", "api", "cli", "ui")])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    before=st.lists(st.tuples(FILES, st.booleans()), max_size=5),
+    steps=st.lists(st.tuples(FILES, st.booleans()), max_size=8),
+)
+def test_every_path_is_listed_exactly_once_the_changed_first(
+    before: list[tuple[str, bool]], steps: list[tuple[str, bool]]
+) -> None:
+    lines = [f"{path} (modified)" if changed else path for path, changed in before]
+    edits = [
+        ("Edit", "ok", {"file_path": path, "old_string": "a", "new_string": "b"})
+        if changed
+        else ("Read", "text", {"file_path": path})
+        for path, changed in steps
+    ]
+    history = [user(ctxpack_summary(*lines))] if lines else []
+    summary = summarize([*history, user("go on"), *calls(*edits), assistant("done")])
+    listed = [line.removesuffix(" (modified)") for line in part(summary, PATHS)]
+    assert sorted(listed) == sorted({path for path, _ in before + steps})
+    marks = [line.endswith(" (modified)") for line in part(summary, PATHS)]
+    assert marks == sorted(marks, reverse=True)
+    changed = {path for path, was in before + steps if was}
+    assert {line for line in listed if line in changed} == changed & set(listed)
+    assert sum(marks) == len(changed)
+
+
+@pytest.mark.parametrize(
+    "injected",
+    [
+        "<system-reminder>\nThe date changed. Do not mention this.\n</system-reminder>",
+        "<command-name>/clear</command-name>\n<command-message>clear</command-message>",
+        "<local-command-stdout>cleared the screen</local-command-stdout>",
+    ],
+)
+def test_text_the_harness_injected_is_not_quoted_as_the_users(injected: str) -> None:
+    messages = [user("build the app"), assistant("building"), user(injected), assistant("ok")]
+    summary = summarize([*messages, user("now test it"), assistant("ok")])
+    assert not any(word in summary for word in ("date changed", "clear", "cleared", "<"))
 
 
 def test_a_summary_before_with_one_request_makes_no_later_request() -> None:

@@ -22,6 +22,7 @@ from .wording import (
     FIRST_LABELS,
     GOAL,
     LABELS,
+    NAMES_LABELS,
     NEXT,
     PATHS,
     RESULTS,
@@ -119,6 +120,8 @@ def _our_line(section: int, text: str) -> list[Line]:
         return [Line(section, text, 0)]
     if section == PATHS and ": " in text:
         path, names = text.split(": ", 1)
+        if path in NAMES_LABELS:  # no file of its own: the heading goes or stays with its names
+            return [Line(PATHS, names, 4, anchor=path, lead=f"{path}: ")]
         return [Line(PATHS, path, 1), Line(PATHS, names, 4, anchor=path)]
     if section in (PATHS, GOAL) or text.startswith(SUPERSEDED):
         return [Line(section, text, 1)]

@@ -118,6 +118,7 @@ LABELS = {
 
 FIRST_LABELS = tuple(f"{labels['first']}: " for labels in LABELS.values())
 LATEST_LABELS = tuple(f"{labels['last']}: " for labels in LABELS.values())
+NAMES_LABELS = frozenset(labels["names"] for labels in LABELS.values())
 OPEN_LABELS = tuple(f"{labels['open']}: " for labels in LABELS.values())
 # Lines of a previous summary's last part that a newer one replaces (not carried as they are).
 SUPERSEDED = tuple(
