@@ -210,9 +210,11 @@ def _drop_result(plan: _Plan, session: SessionIndex, index: int, call_id: Any) -
     plan.dropped.add(index)
     plan.done.append(f"{what}: its record dropped")
     infos = session.infos
-    parent = infos.parent_at(index)
+    # the links as the repairs so far leave them: a run of dropped results hands each child on
+    # to the first parent that stays, never to a record that is gone
+    parent = plan.parents.get(index, infos.parent_at(index))
     for child in range(index + 1, len(infos)):  # its children follow its parent
-        if infos.parent_at(child) == index:
+        if plan.parents.get(child, infos.parent_at(child)) == index:
             plan.relink(child, parent if parent >= 0 else NO_PARENT)
 
 

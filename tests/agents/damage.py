@@ -126,6 +126,17 @@ def removed_result(path: Path, agent: str, newest: bool = False) -> str:
     return f"the result of {call_id} removed"
 
 
+def removed_call(path: Path, agent: str) -> str:
+    """The record of the oldest tool call is removed as a lost line is: its results stay, and
+    the records that followed it name a parent that no record has."""
+    records = _records(path)
+    call_id = _first_result(records, agent)
+    assert call_id is not None, f"{path}: no tool result"
+    call = next(r for r in records if call_id in json.dumps(r) and not _results(r, agent))
+    _write(path, [record for record in records if record is not call])
+    return f"the record of call {call_id} removed"
+
+
 def cut_chain(path: Path, agent: str) -> str:
     """The second user request names a parent that no record has."""
     own, parent = PARENT_KEYS[agent]
@@ -141,6 +152,7 @@ DAMAGES: dict[str, Callable[[Path, str], str]] = {
     "big_image": big_image,
     "wide_image": wide_image,
     "removed_result": removed_result,
+    "removed_call": removed_call,
     "cut_chain": cut_chain,
     "huge_record": huge_record,
     "long_history": long_history,
