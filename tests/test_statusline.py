@@ -13,8 +13,9 @@ import serve_bodies
 from helpers import REPO, run
 from serve_support import Serving
 
-from compactor_core.report.statusline import render, status
+from compactor_core.report.statusline import READ_AT_MOST, render, status
 
+ALL = 1 << 30  # one refresh reads the whole session
 SESSIONS = sorted((REPO / "tests" / "corpus" / "originals").glob("cc_*__full.jsonl"))
 
 
@@ -38,10 +39,18 @@ def last_usage(path: Path) -> tuple[int, float]:
     raise AssertionError("no reply")
 
 
+def refreshed(path: Path, now: float, cache: Path, read_at_most: int) -> list:
+    """Each refresh's status until the whole session is counted."""
+    found = [status(path, now, cache_folder=cache, read_at_most=read_at_most)]
+    while not found[-1].counted_all:
+        found.append(status(path, now, cache_folder=cache, read_at_most=read_at_most))
+    return found
+
+
 @pytest.mark.parametrize("path", SESSIONS, ids=lambda path: path.stem)
 def test_the_status_of_a_real_session(tmp_path: Path, path: Path) -> None:
     tokens, when = last_usage(path)
-    found = status(path, when + 90, cache_folder=tmp_path)
+    found = refreshed(path, when + 90, tmp_path, READ_AT_MOST)[-1]
     assert found.context == tokens and found.window == 200_000
     assert round(found.cost, 4) == recorded(path)["cost"]  # as `ctxpack report` prices it
     assert found.warm_for is not None and found.warm_for > 60  # 90 s after the last request
@@ -52,14 +61,31 @@ def test_a_grown_or_rewritten_session_is_counted_as_a_whole(tmp_path: Path) -> N
     lines = SESSIONS[0].read_bytes().splitlines(keepends=True)
     session = tmp_path / "s.jsonl"
     session.write_bytes(b"".join(lines[: len(lines) // 2]))
-    half = status(session, 0, cache_folder=tmp_path / "cache")
+    half = status(session, 0, cache_folder=tmp_path / "cache", read_at_most=ALL)
     with session.open("ab") as handle:  # the agent goes on: only what it added is read
         handle.write(b"".join(lines[len(lines) // 2 :]))
-    grown = status(session, 0, cache_folder=tmp_path / "cache")
-    whole = status(session, 0, cache_folder=None)
+    grown = status(session, 0, cache_folder=tmp_path / "cache", read_at_most=ALL)
+    whole = status(session, 0, read_at_most=ALL)
     assert grown == whole and grown.cost > half.cost
     session.write_bytes(b"".join(lines[:10]))  # rewritten smaller (a restore)
-    assert status(session, 0, cache_folder=tmp_path / "cache") == status(session, 0)
+    assert status(session, 0, cache_folder=tmp_path / "cache", read_at_most=ALL) == status(
+        session, 0, read_at_most=ALL
+    )
+
+
+@pytest.mark.parametrize("read_at_most", [200_000, 1 << 20])
+def test_a_large_session_is_counted_a_slice_per_refresh(tmp_path: Path, read_at_most: int) -> None:
+    """No refresh reads more than its share; the context and the cache are right from the first,
+    the cost grows to what one whole reading says, and the line marks it until then."""
+    path = SESSIONS[0]
+    whole = status(path, 0, read_at_most=path.stat().st_size)
+    runs = refreshed(path, 0, tmp_path, read_at_most)
+    assert len(runs) >= path.stat().st_size // read_at_most
+    assert all(run.context == whole.context and run.window == whole.window for run in runs)
+    assert all(not run.counted_all and run.cost <= whole.cost for run in runs[:-1])
+    assert [run.requests for run in runs] == sorted(run.requests for run in runs)
+    assert runs[-1] == whole
+    assert render(runs[0]).split(" · ")[2].endswith("+") and "+" not in render(whole)
 
 
 def test_the_line_through_the_real_executable(tmp_path: Path) -> None:
@@ -69,7 +95,7 @@ def test_the_line_through_the_real_executable(tmp_path: Path) -> None:
     env.pop("ANTHROPIC_BASE_URL", None)
     done = run("statusline", stdin=json.dumps(given).encode(), env=env)
     assert done.returncode == 0 and done.stderr == b""
-    expected = render(status(path, 10**10))
+    expected = render(status(path, 10**10, cache_folder=tmp_path / "first"))
     assert done.stdout.decode() == expected + "\n"
     assert expected.startswith("ctxpack ") and " · cache cold · $" in expected
     assert (tmp_path / "ctxpack" / "statusline").is_dir()  # kept for the next refresh

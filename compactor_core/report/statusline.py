@@ -10,8 +10,11 @@ What the line says, from the session file Claude Code names (its transcript):
 - what ``serve`` saved, when it is in front and says so (the caller asks it).
 
 It must take a few milliseconds on a session of hundreds of MB, run at every refresh: what a run
-read is kept in a small file (``StatusCache``) by the transcript's size and time, so the next
-run reads nothing when the file is unchanged and only the lines added since when it grew.
+read is kept in a small file by the transcript's size and time, so the next run reads nothing when
+the file is unchanged and only the lines added since when it grew. No run reads more than
+``READ_AT_MOST`` bytes of its lines: a session met when it is already large is counted from the
+start a slice per refresh (the cost shown with a ``+`` until it is all counted), while its context
+and cache are read from its tail at once.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
 
@@ -32,7 +35,8 @@ if TYPE_CHECKING:
 WINDOW = 200_000  # Claude's context window, unless the model says 1M
 LONG_WINDOW = 1_000_000
 TTL_5M, TTL_1H = 300.0, 3600.0
-CACHE_VERSION = 1
+CACHE_VERSION = 2
+READ_AT_MOST = 1 << 20  # bytes counted per run, and of the tail read while the count is behind
 MAX_CACHE = 4 << 20  # bytes of a cache file read at most
 SEEN = 64  # message ids kept: the records of one reply come one after the other
 
@@ -51,6 +55,7 @@ class Tally:
     ttl: float = TTL_5M
     model: str | None = None
     seen: list[str] = field(default_factory=list)  # the newest message ids already counted
+    behind: bool = False  # the lines from offset to the end are more than one run reads
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ class Status:
     cost: float
     requests: int
     warm_for: float | None  # seconds the cache stays warm; None: cold (or no request yet)
+    counted_all: bool = True  # False: cost and requests are of the session's first part only
 
 
 def status(
@@ -68,20 +74,22 @@ def status(
     window: int | None = None,
     cache_folder: Path | None = None,
     prices: PriceTable | None = None,
+    read_at_most: int = READ_AT_MOST,
 ) -> Status:
     """The session's status, from ``transcript`` and what the cache kept of it."""
     stat = transcript.stat()
     tally = _cached(cache_folder, transcript) or Tally()
-    if (tally.size, tally.mtime) != (stat.st_size, stat.st_mtime):
+    if (tally.size, tally.mtime) != (stat.st_size, stat.st_mtime) or tally.behind:
         if stat.st_size < tally.offset:  # rewritten (a compaction, a restore): read it anew
             tally = Tally()
-        _read_on(tally, transcript, stat.st_size, prices)
+        _catch_up(tally, transcript, stat.st_size, prices, read_at_most)
         tally.size, tally.mtime = stat.st_size, stat.st_mtime
         _keep(cache_folder, transcript, tally)
     warm = None
     if tally.last_time is not None and now - tally.last_time < tally.ttl:
         warm = tally.ttl - (now - tally.last_time)
-    return Status(tally.context, window or _window(tally.model), tally.cost, tally.requests, warm)
+    window = window or _window(tally.model)
+    return Status(tally.context, window, tally.cost, tally.requests, warm, not tally.behind)
 
 
 def render(found: Status, saved: float | None = None) -> str:
@@ -91,7 +99,7 @@ def render(found: Status, saved: float | None = None) -> str:
     if found.requests:
         minutes = -(-int(found.warm_for) // 60) if found.warm_for is not None else 0
         parts.append(f"cache warm {minutes}m" if found.warm_for is not None else "cache cold")
-        parts.append(f"${found.cost:.2f}")
+        parts.append(f"${found.cost:.2f}" + ("" if found.counted_all else "+"))
     if saved is not None:
         parts.append(f"serve saved {saved:.0%}")
     return " · ".join(parts)
@@ -107,22 +115,58 @@ def _window(model: str | None) -> int:
     return LONG_WINDOW if model and "[1m]" in model else WINDOW
 
 
-def _read_on(tally: Tally, transcript: Path, size: int, prices: PriceTable | None) -> None:
-    """Count the whole lines from ``tally.offset`` to ``size`` (the usage reader and the prices
-    are loaded only then: an unchanged file needs neither)."""
-    from ..agents.claude_code_usage import recorded_usage
-    from ..session_files.records import record_of
+def _catch_up(
+    tally: Tally, transcript: Path, size: int, prices: PriceTable | None, read_at_most: int
+) -> None:
+    """Count on from ``tally.offset``, at most ``read_at_most`` bytes; when more is left, the
+    context and the cache come from the file's tail, which the count reaches in later runs (the
+    usage reader and the prices are loaded only here: an unchanged file needs neither)."""
     from .prices import bundled
 
     prices = prices or bundled()
     with open(transcript, "rb") as handle:
-        handle.seek(tally.offset)
-        data = handle.read(size - tally.offset)
-    end = data.rfind(b"\n") + 1  # a line still being written waits for the next run
+        tally.behind = size - tally.offset > read_at_most
+        if not tally.behind:
+            _count_lines(tally, _whole_lines(handle, tally.offset, size), prices, latest=True)
+            return
+        _count_lines(tally, _whole_lines(handle, tally.offset, read_at_most), prices, latest=False)
+        start = max(tally.offset, size - read_at_most)
+        tail = _whole_lines(handle, start, size - start)
+        if start > tally.offset:  # the cut fell inside a line: its rest is not a record
+            tail = tail[tail.find(b"\n") + 1 :]
+        for call in _calls(tail, set()):  # the last of the main thread's wins
+            _see_latest(tally, call)
+
+
+def _whole_lines(handle: BinaryIO, start: int, length: int) -> bytes:
+    """The whole lines of ``length`` bytes from ``start``: a line still being written (or cut at
+    ``length``) waits for the next run."""
+    handle.seek(start)
+    data = handle.read(length)
+    return data[: data.rfind(b"\n") + 1]
+
+
+def _count_lines(tally: Tally, lines: bytes, prices: PriceTable, latest: bool) -> None:
+    """Price each request of ``lines`` (read from ``tally.offset``) once; with ``latest``, the
+    last of them is the session's context and cache too."""
     seen = set(tally.seen)
     ids = list(tally.seen)  # in the order they came: a message's records are written together
+    for call in _calls(lines, seen, ids):
+        _count(tally, call, prices)
+        if latest:
+            _see_latest(tally, call)
+    tally.offset += len(lines)
+    tally.seen = [identity for identity in ids if identity in seen][-SEEN:]
+
+
+def _calls(lines: bytes, seen: set[str], ids: list[str] | None = None) -> list[Any]:
+    """The recorded requests of ``lines`` whose message is not in ``seen`` (which grows, and
+    ``ids`` with it in order)."""
+    from ..agents.claude_code_usage import recorded_usage
+    from ..session_files.records import record_of
+
     records = []
-    for line in data[:end].splitlines():
+    for line in lines.splitlines():
         record = record_of(line)
         message = record.get("message") if record else None
         identity = message.get("id") if isinstance(message, dict) else None
@@ -130,26 +174,31 @@ def _read_on(tally: Tally, transcript: Path, size: int, prices: PriceTable | Non
             records.append((len(records), record))
         if isinstance(identity, str) and identity not in seen:
             seen.add(identity)
-            ids.append(identity)
-    for call in recorded_usage(records):
-        _count(tally, call, prices)
-    tally.offset += end
-    tally.seen = [identity for identity in ids if identity in seen][-SEEN:]
+            if ids is not None:
+                ids.append(identity)
+    return recorded_usage(records)
 
 
-def _count(tally: Tally, call: Any, prices: PriceTable) -> None:
-    tokens = {
+def _tokens(call: Any) -> dict[str, int]:
+    return {
         "input": call.input,
         "cache_read": call.cache_read,
         "cache_write_5m": call.cache_write_5m,
         "cache_write_1h": call.cache_write_1h,
         "output": call.output,
     }
+
+
+def _count(tally: Tally, call: Any, prices: PriceTable) -> None:
     price = prices.of(call.model)
-    tally.cost += price.cost(tokens) if price else 0.0
+    tally.cost += price.cost(_tokens(call)) if price else 0.0
     tally.requests += 1
+
+
+def _see_latest(tally: Tally, call: Any) -> None:
+    """``call`` is the newest request: the context, the cache's time to live, the model."""
     if not call.side:  # a subagent's request is not the session's context
-        tally.context = sum(tokens.values())
+        tally.context = sum(_tokens(call).values())
         tally.last_time = call.time if call.time is not None else tally.last_time
         tally.ttl = TTL_1H if call.cache_write_1h else TTL_5M
         tally.model = call.model or tally.model
