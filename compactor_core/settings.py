@@ -56,6 +56,12 @@ class Settings:
         return self.stale and not self.compat
 
     @property
+    def touch_rules(self) -> Rules | None:
+        """The tool rules a session file's pass 1 keeps what the calls touched by, for stale
+        results (session_files/stale.py); None: by age alone, nothing kept."""
+        return self.tool_rules if self.stale_first else None
+
+    @property
     def cache_aware(self) -> bool:
         """Whether auto follows the cache-aware policy (never under the BareAgent profile)."""
         return self.policy == defaults.CACHE_AWARE and not self.compat

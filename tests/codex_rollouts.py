@@ -74,14 +74,19 @@ class Rollout:
             }
         )
 
-    def tools(self, outputs: list[str], ui: str = "item_completed") -> list[str]:
-        """Parallel exec_command calls, then their outputs, each with its UI copy."""
+    def tools(
+        self, outputs: list[str], ui: str = "item_completed", commands: list[str] | None = None
+    ) -> list[str]:
+        """Parallel exec_command calls (of ``commands``; by default ``seq N``, N the call's
+        number in the rollout: none repeats another, none goes stale), then their outputs, each
+        with its UI copy."""
         ids = []
         for _ in outputs:
             self._calls += 1
             ids.append(f"call_{self._calls}")
         for number, call_id in enumerate(ids):
-            arguments = json.dumps({"cmd": f"seq {number}"})
+            command = commands[number] if commands else f"seq {call_id.removeprefix('call_')}"
+            arguments = json.dumps({"cmd": command})
             self.item(
                 {"type": "function_call", "id": f"fc_{call_id}", "name": "exec_command",
                  "arguments": arguments, "call_id": call_id}

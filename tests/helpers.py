@@ -211,7 +211,7 @@ def session_result(
     from compactor_core.session_files.write import session_chunks
 
     handle = io.BytesIO(data)
-    index = index_session(handle, agent_format, "<session>")
+    index = index_session(handle, agent_format, "<session>", rules=job.settings.touch_rules)
     subject = SessionSubject(handle, index, job.settings, around or Surroundings())
     outcome = decide(job, subject, provider)
     return b"".join(session_chunks(handle, index, subject.rewrite())), outcome, index

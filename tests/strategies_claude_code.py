@@ -20,8 +20,9 @@ OUTPUT = st.one_of(TEXT, st.integers(0, 3000).map(lambda n: "out\n" * n))
 
 
 class Builder:
-    def __init__(self, draw: Any) -> None:
+    def __init__(self, draw: Any, calls: Any = None) -> None:
         self.draw = draw
+        self.calls = calls  # a strategy of (tool name, input) for the calls; None: made up
         self.records: list[dict[str, Any]] = []
         self.last: str | None = None
         self.counter = 0
@@ -76,12 +77,12 @@ class Builder:
         makers = []
         for number in range(self.draw(st.integers(1, 3))):
             call_id = f"toolu_{self.new_id()}"
-            call = {
-                "type": "tool_use",
-                "id": call_id,
-                "name": f"Tool{number}",
-                "input": {"command": self.draw(TEXT)},
-            }
+            name, arguments = (
+                self.draw(self.calls)
+                if self.calls is not None
+                else (f"Tool{number}", {"command": self.draw(TEXT)})
+            )
+            call = {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
             maker = self.add(
                 {
                     "type": "assistant",
@@ -111,8 +112,9 @@ class Builder:
 
 
 @st.composite
-def claude_code_sessions(draw: Any) -> bytes:
-    builder = Builder(draw)
+def claude_code_sessions(draw: Any, calls: Any = None) -> bytes:
+    """Sessions; ``calls``: a strategy of the calls' (tool name, input), for stale results."""
+    builder = Builder(draw, calls)
     for _ in range(draw(st.integers(1, 6))):
         builder.turn()
     lines = [json.dumps(record, ensure_ascii=draw(st.booleans())) for record in builder.records]

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from strategies_claude_code import claude_code_sessions
 
 from compactor_core.compaction.estimate import estimate
-from compactor_core.compaction.micro import marker
+from compactor_core.compaction.micro import is_marker, marker
 from compactor_core.conversation.tools import blocks
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.session_files import registry
@@ -39,8 +39,8 @@ def transform(data: bytes, job: RunSettings) -> tuple[bytes, object]:
     return after, outcome
 
 
-def micro(data: bytes, keep: int = 3) -> bytes:
-    return transform(data, RunSettings("micro", Settings(keep_recent=keep)))[0]
+def micro(data: bytes, keep: int = 3, stale: bool = True) -> bytes:
+    return transform(data, RunSettings("micro", Settings(keep_recent=keep, stale=stale)))[0]
 
 
 def full(data: bytes) -> bytes:
@@ -76,9 +76,9 @@ def assert_only_results_shrank(before: bytes, after: bytes) -> None:
                 assert old_block == new_block  # thinking and its signature never change
             else:
                 assert new_block["tool_use_id"] == old_block["tool_use_id"]
-                assert new_block["content"] == old_block["content"] or new_block[
-                    "content"
-                ].startswith("[truncated: ")
+                assert new_block["content"] == old_block["content"] or is_marker(
+                    new_block["content"]
+                )  # a truncation marker, or a superseded one (stale results first)
 
 
 @pytest.mark.parametrize("path", SESSIONS, ids=lambda path: path.stem)
@@ -101,8 +101,9 @@ def test_micro_changes_only_old_tool_results(path: Path) -> None:
 
 
 def test_micro_keeps_the_newest_three_tool_result_turns_of_the_view_whole() -> None:
+    """By age alone (stale results first: tests/test_stale_session_files.py)."""
     data = (CORPUS / "originals" / "cc_entire_1284c080__full.jsonl").read_bytes()
-    before, after = session_of(data), session_of(micro(data))
+    before, after = session_of(data), session_of(micro(data, stale=False))
     turns = [m for m in before.view if any(before.infos[i].results for i in m.records)]
     for message in turns[-3:]:
         for index in message.records:

@@ -242,12 +242,13 @@ def test_a_session_read_as_another_format_is_not_damaged(tmp_path: Path, forced:
 
 
 def claude_records(results: list[str]) -> list[dict]:
-    """A small Claude Code session: one Bash call and its result per entry of ``results``."""
+    """A small Claude Code session: one Bash call and its result per entry of ``results`` (no
+    command repeated: none goes stale)."""
     records: list[dict] = []
     parent = None
     for number, output in enumerate(results):
         call = f"toolu_{number}"
-        use = {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": "ls"}}
+        use = {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": f"ls {number}"}}
         result = {"type": "tool_result", "tool_use_id": call, "content": output}
         for kind, content in (("assistant", [use]), ("user", [result])):
             uuid = f"00000000-0000-0000-0000-{len(records):012d}"

@@ -101,6 +101,23 @@ def duplicates(turns: list[list[int]], stale: Staleness, before: int | None = No
     return [Take(turn, None, repeated) for turn in turns] if repeated else []
 
 
+def mark_all_but(
+    messages: list[Message],
+    settings: Settings,
+    kept: Collection[int] = (),
+    stale: Staleness = NONE,
+) -> tuple[list[Message], MicroResult]:
+    """Every tool result of ``messages`` gets its marker, as far as the rules allow, but those of
+    the ``kept`` messages (indexes), which lose only the results a later one repeats: what a
+    session file's record gets, once its plan chose it (session_files/micro_plan.py).
+    Default profile only."""
+    turns = tool_result_turns(messages)
+    old = [index for turn in turns for index in turn if index not in kept]
+    kept_turns = [[index for index in turn if index in kept] for turn in turns]
+    newest = duplicates([turn for turn in kept_turns if turn], stale)
+    return _truncate(messages, [Take(old), *newest], replace(settings, compat=False), stale)
+
+
 def with_old_images(
     messages: list[Message], done: MicroResult, settings: Settings
 ) -> tuple[list[Message], MicroResult]:

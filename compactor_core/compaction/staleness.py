@@ -23,9 +23,9 @@ result marked before it went stale keeps its truncation marker (``Staleness.of``
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..conversation.formats import Message
 from ..conversation.tool_rules import (
@@ -36,6 +36,7 @@ from ..conversation.tool_rules import (
     RUN,
     SEARCH,
     WRITE,
+    Rule,
     Rules,
     Touch,
     rules_table,
@@ -104,85 +105,132 @@ class Staleness:
 NONE = Staleness()
 
 
+class Touched(Protocol):
+    """What staleness reads of a touch: ``Touch`` itself, or a session file's index of one
+    (``session_files/touches.py``), whose subject and part are keys of the texts (0: no part)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def domain(self) -> str: ...
+    @property
+    def subject(self) -> Hashable: ...
+    @property
+    def part(self) -> Hashable: ...
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One tool result, as staleness sees it: what its call touched, and where it stands."""
+
+    call_id: Any  # a conversation's call id; a session file's key of one
+    tool: str
+    touched: Sequence[Touched]  # none repeated, in the call's order
+    turn: int  # its tool-result turn
+    at: int  # the index of the message holding it
+    error: bool = False  # an error supersedes nothing (it may still be superseded)
+    shown: str = ""  # its first subject as a marker shows it ("" : filled in by the caller)
+
+
 @dataclass
 class _Result:
-    """A result not yet wholly superseded: what its call touched, and how much of it still is."""
+    """A result not yet wholly superseded: how much of what its call touched still is."""
 
-    call_id: str
-    tool: str
-    touched: list[Touch]
-    turn: int
+    answer: Answer
     left: int
     repeat: bool = True
 
 
 def analyse(messages: list[Message], rules: Rules = ()) -> Staleness:
     """Every stale result of the conversation, by the built-in rules and ``rules``."""
-    table = rules_table(rules)
+    return Staleness(superseded_by(_answers(messages, rules_table(rules))))
+
+
+def _answers(messages: list[Message], table: Mapping[str, tuple[Rule, ...]]) -> Iterator[Answer]:
+    """Each result of the conversation whose call (made before it) touched something."""
     calls: dict[str, tuple[str, Any]] = {}
     turn_of = {
         index: number for number, turn in enumerate(tool_result_turns(messages)) for index in turn
     }
-    current: dict[tuple[str, str], list[tuple[_Result, Touch]]] = {}
-    superseded: dict[str, Supersession] = {}
     for index, message in enumerate(messages):
-        for call_id, name, arguments in _calls(message):
+        for call_id, name, arguments in calls_of(message):
             calls[call_id] = (name, arguments)
         for call_id, holder in _results(message):
             if call_id not in calls:
                 continue
             tool, arguments = calls[call_id]
-            touched = list(dict.fromkeys(touches(tool, arguments, table)))
-            if not touched:
-                continue
-            turn = turn_of.get(index, 0)
-            if holder.get("is_error") is not True:
-                for touch in touched:
-                    for done in _supersede(current, touch, index, turn):
-                        superseded[done[0]] = done[1]
-            result = _Result(call_id, tool, touched, turn, len(touched))
-            for touch in touched:
-                current.setdefault((touch.domain, touch.subject), []).append((result, touch))
-    return Staleness(superseded)
+            touched = touched_by(tool, arguments, table)
+            if touched:
+                error = holder.get("is_error") is True
+                yield Answer(
+                    call_id, tool, touched, turn_of.get(index, 0), index, error, touched[0].shown
+                )
+
+
+def touched_by(tool: str, arguments: Any, table: Mapping[str, tuple[Rule, ...]]) -> list[Touch]:
+    """What a call touched, each thing once (a call may name a file twice)."""
+    return list(dict.fromkeys(touches(tool, arguments, table)))
+
+
+def superseded_by(answers: Iterable[Answer]) -> dict[Any, Supersession]:
+    """The stale results among ``answers`` (in the conversation's order), by their call ids:
+    the rule every caller shares (conversations here, session files from their index)."""
+    current: dict[tuple[str, Hashable], list[tuple[_Result, Touched]]] = {}
+    superseded: dict[Any, Supersession] = {}
+    for answer in answers:
+        if not answer.error:
+            for touch in answer.touched:
+                for done in _supersede(current, touch, answer):
+                    superseded[done[0]] = done[1]
+        result = _Result(answer, len(answer.touched))
+        for touch in answer.touched:
+            current.setdefault((touch.domain, touch.subject), []).append((result, touch))
+    return superseded
 
 
 def _supersede(
-    current: dict[tuple[str, str], list[tuple[_Result, Touch]]],
-    later: Touch,
-    index: int,
-    turn: int,
-) -> Iterator[tuple[str, Supersession]]:
+    current: dict[tuple[str, Hashable], list[tuple[_Result, Touched]]],
+    later: Touched,
+    by: Answer,
+) -> Iterator[tuple[Any, Supersession]]:
     """The results the later touch completes the staleness of; what it supersedes leaves
     ``current``."""
     key = (later.domain, later.subject)
     kept = []
     for result, earlier in current.get(key, ()):
-        if not supersedes(later, earlier):
+        # the same result again (Gemini CLI's history holds each twice) is no later one
+        if result.answer.call_id == by.call_id or not supersedes(later, earlier):
             kept.append((result, earlier))
             continue
         result.left -= 1
         result.repeat = result.repeat and later.kind == earlier.kind and later.kind in REPEATABLE
         if result.left == 0:
-            subject = result.touched[0].shown
-            verb = VERBS[later.kind]
+            stale = result.answer
             yield (
-                result.call_id,
-                Supersession(result.tool, subject, verb, turn - result.turn, index, result.repeat),
+                stale.call_id,
+                Supersession(
+                    stale.tool,
+                    stale.shown,
+                    VERBS[later.kind],
+                    by.turn - stale.turn,
+                    by.at,
+                    result.repeat,
+                ),
             )
     current[key] = kept
 
 
-def supersedes(later: Touch, earlier: Touch) -> bool:
+def supersedes(later: Touched, earlier: Touched) -> bool:
     """Whether ``later`` (of the same domain and subject) makes what ``earlier`` showed stale."""
     if later.domain != FILE:
         return later.part == earlier.part  # a search's whole input; "" for the others
     if later.kind in (WRITE, PATCH):
         return True  # the file changed
-    whole = later.part == ""
+    whole = not later.part  # "" (or a session file's 0): the whole file
     return whole or (earlier.kind == READ and later.part == earlier.part)
 
 
-def _calls(message: Message) -> Iterator[tuple[str, str, Any]]:
+def calls_of(message: Message) -> Iterator[tuple[str, str, Any]]:
     """Each call of the message with a string id: (id, tool name, its input), both styles."""
     for block in blocks(message):
         if is_block(block, "tool_use") and isinstance(block.get("id"), str):

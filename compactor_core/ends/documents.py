@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from ..compaction.outcome import Outcome
     from ..compaction.pipeline import MessagesSubject, SnapshotKeeper, Subject
+    from ..conversation.tool_rules import Rules
     from ..session_files.base import AgentFormat
     from ..session_files.compact import SessionSubject, StoredSubject, Surroundings
     from ..session_files.index import SessionIndex
@@ -164,13 +165,20 @@ class SessionDocument(_Document):
     def shape(self) -> str:
         return self.format.name
 
-    def index(self, measure: bool = True) -> SessionIndex:
+    def index(self, measure: bool = True, rules: Rules | None = None) -> SessionIndex:
         """Pass 1 over the file; without ``measure`` the records' estimates are skipped (a micro
-        compaction whose figures nobody asked for runs at nearly the speed of reading)."""
-        if self._index is None or (measure and not self._index.measured):
+        compaction whose figures nobody asked for runs at nearly the speed of reading); with
+        ``rules`` (the tool rules) what each call touched is kept, for stale results."""
+        done = self._index
+        if done is None or not _indexed_for(done, measure, rules):
             from ..session_files.index import index_session
 
-            self._index = index_session(self.handle, self.format, self.label, measure=measure)
+            if done is not None:  # indexed again: what it had, it has again
+                measure = measure or done.measured
+                rules = rules if rules is not None else _touch_rules(done)
+            self._index = index_session(
+                self.handle, self.format, self.label, measure=measure, rules=rules
+            )
         return self._index
 
     def tokens(self, counter: Counter = HEURISTIC, compat: bool = False) -> int:
@@ -205,7 +213,8 @@ class SessionDocument(_Document):
         from ..session_files.rescue import NO_REPAIRS, plan_rescue
 
         # the images' marker needs each record's images, counted with its estimate
-        index = self.index(measure=run.measure or run.may_summarize or run.settings.images)
+        measure = run.measure or run.may_summarize or run.settings.images
+        index = self.index(measure, run.settings.touch_rules)
         around = Surroundings(now, Path(path) if path else None)
         repairs = NO_REPAIRS
         if run.command == "rescue":
@@ -323,3 +332,14 @@ def _is_an_array(handle: BinaryIO) -> bool:
         start = handle.read(_SNIFF_BYTES)
         handle.seek(0)
     return start.removeprefix(UTF8_BOM).lstrip().startswith(b"[")
+
+
+def _indexed_for(index: SessionIndex, measure: bool, rules: Rules | None) -> bool:
+    """Whether the index has what is asked: the records' estimates, the calls' touches by
+    these rules."""
+    return (index.measured or not measure) and (rules is None or _touch_rules(index) == rules)
+
+
+def _touch_rules(index: SessionIndex) -> Rules | None:
+    touches = index.infos.touches
+    return touches.rules if touches is not None else None

@@ -80,7 +80,7 @@ class SessionSubject:
         self.measured = index.measured
         self.around = around
         self.counter = counter_named(settings.tokenizer)
-        self.plan = plan_micro(index, settings)
+        self.plan = plan_micro(index, settings, self._read)
         self.change = MicroChange(index, self.plan, settings)
         self.micro_done = False
         self.repairs = repairs  # rescue's, made before micro's (``repair``)
@@ -189,6 +189,10 @@ class SessionSubject:
         if self.plan.touches(index):
             self.change(index, record)
 
+    def _read(self, number: int) -> Record:
+        """A record read again from the input, as pass 1 indexed it."""
+        return read_record(self.handle, self.index.infos, number, self.index.source)
+
     def _appended_tokens(self, records: tuple[Record, ...]) -> int:
         agent_format = self.index.format
         messages = [message for record in records for message in agent_format.messages(record)]
@@ -215,7 +219,7 @@ class SessionSubject:
             now=self.around.now or datetime.now().astimezone(),
             path=self.around.path,
             new_id=self.around.new_id,
-            read=lambda number: read_record(handle, index.infos, number, index.source),
+            read=self._read,
         )
 
 

@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 
 from ..compaction.estimate import HEURISTIC, Counter, estimate, quarters_to_tokens
 from ..conversation.formats import Message
+from ..conversation.tool_rules import Rules
 from ..errors import InputError
 from .base import AgentFormat, Record, RecordInfo, ViewMessage
 from .records import Line, lines, parse_exact, parse_fast
@@ -81,16 +82,19 @@ def index_session(
     source: str,
     others: Sequence[AgentFormat] = (),
     measure: bool = True,
+    rules: Rules | None = None,
 ) -> SessionIndex:
     """Pass 1: one ``RecordInfo`` per line, packed into a table, the tool names, the view.
 
     Without ``measure`` the records' estimates are not made: a micro compaction whose figures
-    nobody asked for runs at nearly the speed of reading the file.
+    nobody asked for runs at nearly the speed of reading the file. With ``rules`` (the tool
+    rules, ``Settings.tool_rules``) what each call touched is kept too, for stale results
+    (stale.py).
 
     A record that one of ``others`` claims and this format does not is marked with a problem
     (``check`` passes the other formats; a file may be half one format).
     """
-    infos = RecordTable(measure)
+    infos = RecordTable(measure, rules)
     last: Line | None = None
     for line in lines(handle):
         info = RecordInfo(line.number, line.offset, len(line.data))

@@ -4,24 +4,31 @@ each record pass 2 reads.
 The view's tool-result turns are found by the core's rule (``tools.tool_result_turns``) on what
 the index knows of each view message; every record holding tool results outside the newest
 ``keep_recent`` of them (before the latest compaction and in sidechains too) is changed by the
-core's own micro compaction, and the UI copies of those outputs shrink with them. With
-``--images`` the images of every record but those of the newest ``keep_recent`` view messages
-that hold images become their markers too (old_images.py).
+core's own micro compaction, and the UI copies of those outputs shrink with them.
+
+Stale results go first, by the conversations' rule (stale.py, on the view): a stale result's
+marker names what superseded it, and of the newest turns, kept whole, the results a later one
+repeats are replaced too (``--age-only``: by age alone, as before). With ``--images`` the
+images of every record but those of the newest ``keep_recent`` view messages that hold images
+become their markers too (old_images.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..compaction.handles import replaced_originals
-from ..compaction.micro import is_marker, micro_compact, worth_a_marker
+from ..compaction.micro import is_marker, mark_all_but, worth_a_marker
 from ..compaction.old_images import mark_images
+from ..compaction.staleness import NONE, Staleness
 from ..conversation.tools import UNKNOWN_TOOL, result_holders
 from ..settings import Settings
 from .base import Record
 from .index import SessionIndex
 from .keys import KeyMap, LineSet, key
+from .stale import Superseded, stale_in_view, with_subjects
 from .table import RecordTable
 
 Pieces = set[tuple[int, int | None]]  # (record, part) of view messages; part None: all of it
@@ -45,6 +52,7 @@ class MicroPlan:
     # (one record may hold a whole history, as Gemini CLI's checkpoints do)
     kept_parts: dict[int, frozenset[int]] = field(default_factory=dict)
     images: OldImages = field(default_factory=OldImages)
+    stale: Superseded = field(default_factory=dict)  # the view's stale results, by call key
 
     def touches(self, index: int) -> bool:
         return index in self.records or index in self.copies or index in self.images.records
@@ -72,10 +80,16 @@ class MarkedOutputs:
         return self._session.tool(call, UNKNOWN_TOOL) if call in self else default
 
 
-def plan_micro(session: SessionIndex, settings: Settings) -> MicroPlan:
+def plan_micro(
+    session: SessionIndex, settings: Settings, read: Callable[[int], Record] | None = None
+) -> MicroPlan:
+    """The plan; ``read`` reads a record again (by its line index), for the subjects the
+    superseded markers name (None: by age alone)."""
     infos = session.infos
+    turns = _result_turns(session)
+    stale = stale_results(session, turns, read) if settings.stale_first and read else {}
     settings = replace(settings, compat=False)  # a session file is never a BareAgent conversation
-    kept = _newest_result_turns(session, max(settings.keep_recent, 0))
+    kept = _newest_result_turns(session, turns, max(settings.keep_recent, 0))
     whole, kept_parts = _wholly_or_partly(kept)
     kept_calls = {
         result.call_id
@@ -85,20 +99,38 @@ def plan_micro(session: SessionIndex, settings: Settings) -> MicroPlan:
     }
     records, outputs, results = LineSet(len(infos)), MarkedOutputs(session), 0
     for index, call, chars, mark in infos.result_rows():
-        if index in whole or mark & 1 or mark >> 1 in kept_parts.get(index, ()):
-            continue  # kept whole, or a marker already
-        if worth_a_marker(session.tool(call, UNKNOWN_TOOL), chars, settings):
+        if mark & 1:
+            continue  # a marker already
+        newest = index in whole or mark >> 1 in kept_parts.get(index, ())
+        found = stale.get(call)
+        if newest and not (found and found.repeat):
+            continue  # kept whole: only a result a later one repeats goes (staleness.py)
+        text = found.marker() if found else None
+        if worth_a_marker(session.tool(call, UNKNOWN_TOOL), chars, settings, text):
             records.add(index)
             results += 1
-            if call not in kept_calls:
+            if newest or call not in kept_calls:
                 outputs.add(call)
-    copies = LineSet(len(infos))
+    copies, repeated = LineSet(len(infos)), {call for call, found in stale.items() if found.repeat}
     for index, call in infos.copy_rows():
-        if index not in whole and call in outputs:
+        if call in outputs and (index not in whole or call in repeated):
             copies.add(index)
     partly = {index: frozenset(parts) for index, parts in kept_parts.items() if index in records}
+    for index in whole:  # a record of the newest turns that holds a duplicate
+        if index in records:
+            partly[index] = frozenset(result.part for result in infos.results(index))
     images = plan_images(session, settings.keep_recent) if settings.images else OldImages()
-    return MicroPlan(records, outputs, copies, results, partly, images)
+    return MicroPlan(records, outputs, copies, results, partly, images, stale)
+
+
+def stale_results(
+    session: SessionIndex, turns: list[int], read: Callable[[int], Record]
+) -> Superseded:
+    """The view's stale results with the subjects their markers name (stale.py), when the
+    index kept what the calls touched."""
+    touches = session.infos.touches
+    found = stale_in_view(session, turns)
+    return with_subjects(found, touches, session.format, read) if touches and found else {}
 
 
 def plan_images(session: SessionIndex, keep_recent: int) -> OldImages:
@@ -134,15 +166,13 @@ def _wholly_or_partly(kept: Pieces) -> tuple[set[int], dict[int, set[int]]]:
     return whole, kept_parts
 
 
-def _newest_result_turns(session: SessionIndex, keep: int) -> Pieces:
-    """The pieces (record, part) of the view's newest ``keep`` tool-result turns (SPEC §2, by
-    the core's rule: ``tools.tool_result_turns``, on what the index knows of each message)."""
-    if not keep:
-        return set()
-    infos, view = session.infos, session.view
-    turns: list[int] = []  # the view messages that open a turn, oldest first
+def _result_turns(session: SessionIndex) -> list[int]:
+    """The view messages that open a tool-result turn, oldest first (SPEC §2, by the core's
+    rule: ``tools.tool_result_turns``, on what the index knows of each message)."""
+    infos = session.infos
+    turns: list[int] = []
     in_tool_run = False
-    for number, message in enumerate(view):
+    for number, message in enumerate(session.view):
         if infos.role(message.records[0]) == "tool":
             if not in_tool_run:
                 turns.append(number)
@@ -151,8 +181,14 @@ def _newest_result_turns(session: SessionIndex, keep: int) -> Pieces:
         in_tool_run = False
         if any(_holds_results(infos, index, part) for index, part in message.pieces()):
             turns.append(number)
-    if not turns:
+    return turns
+
+
+def _newest_result_turns(session: SessionIndex, turns: list[int], keep: int) -> Pieces:
+    """The pieces (record, part) of the view's newest ``keep`` tool-result turns."""
+    if not keep or not turns:
         return set()
+    view = session.view
     first = turns[-min(keep, len(turns))]  # its messages, and those after it (none holds one)
     return {piece for number in range(first, len(view)) for piece in view[number].pieces()}
 
@@ -171,8 +207,8 @@ class MicroChange:
         self.session = session
         self.plan = plan
         # The plan chose the records; within one, every result the rules allow gets the marker,
-        # by the default profile's rules (a session file is never a BareAgent conversation).
-        # By age alone: the index holds no tool inputs to tell a stale result by (README).
+        # by the default profile's rules (a session file is never a BareAgent conversation),
+        # with the staleness the plan found (the index's, not the record's alone).
         self.every_result = replace(
             settings, keep_recent=0, compat=False, images=False, stale=False
         )
@@ -191,8 +227,7 @@ class MicroChange:
         session, agent_format = self.session, self.session.format
         messages = agent_format.messages(record)
         kept = self.plan.kept_parts.get(index, frozenset())
-        candidates = [m for part, m in enumerate(messages) if part not in kept]
-        holders = list(result_holders(candidates))
+        holders = list(result_holders(messages))
         before = [is_marker(holder.get("content")) for _, holder in holders]
         calls = {call_id for call_id, _ in holders if isinstance(call_id, str)}
         asked = {
@@ -203,21 +238,30 @@ class MicroChange:
                 if session.tool(call_id) is not None
             ],
         }
-        compacted = micro_compact([asked, *candidates], self.every_result)[0][1:]
+        stale = self._staleness(calls)
+        newest = {part + 1 for part in kept}
+        compacted = mark_all_but([asked, *messages], self.every_result, newest, stale)[0][1:]
         truncated = {
             call_id: session.tool(call_id, UNKNOWN_TOOL)
             for (call_id, holder), was in zip(result_holders(compacted), before, strict=True)
             if not was and is_marker(holder.get("content"))
         }
         if self.every_result.recall:
-            self.originals += replaced_originals(candidates, compacted)
-        for message, now in zip(candidates, compacted, strict=True):
+            self.originals += replaced_originals(messages, compacted)
+        for message, now in zip(messages, compacted, strict=True):
             if now is not message:  # the format's messages may be the record's own dicts
                 message.clear()
                 message.update(now)
         if truncated:
             agent_format.store(record, messages, truncated)
         return bool(truncated)
+
+    def _staleness(self, calls: set[str]) -> Staleness:
+        """The plan's stale results among these calls, as the core's micro reads them."""
+        stale = self.plan.stale
+        if not stale:
+            return NONE
+        return Staleness({call: stale[key(call)] for call in calls if key(call) in stale})
 
     def images(self, index: int, record: Record) -> int:
         """How many of the record's images became markers (``--images``)."""

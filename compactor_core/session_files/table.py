@@ -23,9 +23,11 @@ from typing import Any
 from ..compaction.estimate import quarters_and_images
 from ..compaction.micro import content_length, is_marker
 from ..conversation.formats import Message
+from ..conversation.tool_rules import Rules
 from ..conversation.tools import result_holders, tool_calls
 from .base import RecordInfo, ToolResult
 from .keys import NONE, KeyMap, key
+from .stale import CallTouches
 
 NO_PARENT, MISSING = -1, -2  # parent_at: the record names none; it names one no record has
 SIDE = 1
@@ -54,8 +56,10 @@ class Codes:
 class RecordTable(Sequence[RecordInfo]):
     """The infos of every line of a session file, in arrays (see the module's docstring)."""
 
-    def __init__(self, measure: bool = True) -> None:
+    def __init__(self, measure: bool = True, rules: Rules | None = None) -> None:
         self.measured = measure
+        # what each call touched, for stale results (stale.py), when indexed with tool rules
+        self.touches = CallTouches(rules) if rules is not None else None
         self.size = 0  # bytes of the lines added
         self._lengths = array("I")  # of each line; its offset: the checkpoint before, and sums
         self._checkpoints = array("q")  # the offset of every CHECKPOINT-th line
@@ -189,6 +193,7 @@ class RecordTable(Sequence[RecordInfo]):
 
     def _describe(self, index: int, messages: list[Message]) -> None:
         """What the framework derives from a record's messages, by the core's own rules."""
+        touches = self.touches
         for part, message in enumerate(messages):
             for call_id, name in tool_calls(message):
                 code = self._tools.code(name)
@@ -196,10 +201,14 @@ class RecordTable(Sequence[RecordInfo]):
                 self._calls.add(index, call, code, part)
                 if call_id.__class__ is str:
                     self.names[call] = code
+            if touches is not None:
+                touches.add_calls(index, message)
             for call_id, holder in result_holders((message,)):
                 content = holder.get("content")
                 mark = part << 1 | is_marker(content)
                 self._results.add(index, key(call_id), content_length(content), mark)
+                if touches is not None and holder.get("is_error") is True:
+                    touches.add_error(key(call_id))
         if not self.measured:
             return
         measured = [quarters_and_images(message) for message in messages]

@@ -37,6 +37,7 @@ class Workload:
     output_lines: int = 700  # lines of each shell output (about 30 characters each)
     compact: bool = True
     remote_compaction: bool = False  # Codex: compact as with OpenAI's API (an encrypted item)
+    repeated: bool = False  # the same commands and read every turn: earlier results go stale
 
 
 @dataclass(frozen=True)
@@ -113,11 +114,12 @@ def prepare_project(project: Path, workload: Workload) -> None:
 
 
 def shell_commands(turn: int, workload: Workload) -> list[str]:
-    """Two commands with long outputs, different each turn (so no two results are equal)."""
-    count = workload.output_lines
+    """Two commands with long outputs, different each turn (so no two results are equal), or
+    the same every turn with ``workload.repeated``."""
+    count, label = workload.output_lines, "each turn" if workload.repeated else f"turn {turn}"
     return [
-        f"seq -f 'turn {turn}: build step %g compiled' 1 {count}",
-        f"seq -f 'turn {turn}: test case %g passed' {count} {2 * count}",
+        f"seq -f '{label}: build step %g compiled' 1 {count}",
+        f"seq -f '{label}: test case %g passed' {count} {2 * count}",
     ]
 
 
@@ -149,7 +151,8 @@ def _claude_turn(
         ToolCall("Bash", {"command": command, "description": f"step {turn}"})
         for command in shell_commands(turn, workload)
     ]
-    calls.append(ToolCall("Read", {"file_path": str(project / "report.txt"), "limit": 40 + turn}))
+    limit = 40 if workload.repeated else 40 + turn
+    calls.append(ToolCall("Read", {"file_path": str(project / "report.txt"), "limit": limit}))
     server.script.extend(
         [
             Reply(

@@ -1,0 +1,138 @@
+"""Stale results in a session file: the same rule as a conversation's, from pass 1's index
+(issue 35; the rule is ``compaction/staleness.py``'s, the tools' data ``tool_rules.py``).
+
+Pass 1 keeps, of each tool call, what staleness needs and no more: each thing it touched (a file
+read or written, a command run, a folder listed, a search made) as a row of numbers — its call's
+key, its kind, the keys (``keys.key``) of its subject and of the part read — and the keys of the
+results that are errors. About 30 bytes a touch, and a ``KeyMap`` entry a call: a session of
+millions of records keeps no tool input in memory.
+
+The view's results, in the view's order with their tool-result turns, go through the core's
+``superseded_by``; the text a marker shows of a stale result's subject is read back from its
+call's record, for the stale results alone (``with_subjects``).
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_right
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, NamedTuple
+
+from ..compaction.staleness import Answer, Supersession, calls_of, superseded_by, touched_by
+from ..conversation.formats import Message
+from ..conversation.tool_rules import DOMAINS, KINDS, Rules, rules_table
+from ..conversation.tools import UNKNOWN_TOOL
+from .base import AgentFormat, Record
+from .keys import KeyMap, key
+
+if TYPE_CHECKING:
+    from .index import SessionIndex
+
+Superseded = dict[int, Supersession]  # call key -> how its result went stale
+
+
+class StoredTouch(NamedTuple):
+    """A touch as pass 1 keeps it: its subject and part as keys (part 0: the whole file)."""
+
+    kind: str
+    domain: str
+    subject: int
+    part: int
+
+
+class CallTouches:
+    """What each call of a session file touched, by the rules it was indexed with (pass 1)."""
+
+    def __init__(self, rules: Rules) -> None:
+        self.rules = rules
+        self.table = rules_table(rules)
+        self._lines = array("i")  # the line of the call each row is a touch of
+        self._calls = array("q")  # its key
+        self._kinds = array("B")  # its kind's place in KINDS
+        self._subjects = array("q")
+        self._parts = array("q")
+        self._first = KeyMap("l")  # call key -> its first row (a call's rows come together)
+        self._errors = KeyMap("B")  # keys of the calls whose result is an error
+
+    def add_calls(self, index: int, message: Message) -> None:
+        """The touches of the calls ``message`` (of line ``index``) makes."""
+        for call_id, tool, arguments in calls_of(message):
+            touched = touched_by(tool, arguments, self.table)
+            if not touched:
+                continue
+            call = key(call_id)
+            self._first[call] = len(self._calls)
+            for touch in touched:
+                self._lines.append(index)
+                self._calls.append(call)
+                self._kinds.append(KINDS.index(touch.kind))
+                self._subjects.append(key(touch.subject))
+                self._parts.append(key(touch.part) if touch.part else 0)
+
+    def add_error(self, call: int) -> None:
+        self._errors[call] = 1
+
+    def of(self, call: int) -> list[StoredTouch]:
+        """What the call of this key touched (none: nothing it can go stale by)."""
+        row = self._first.get(call)
+        touched = []
+        while row is not None and row < len(self._calls) and self._calls[row] == call:
+            kind = KINDS[self._kinds[row]]
+            touched.append(StoredTouch(kind, DOMAINS[kind], self._subjects[row], self._parts[row]))
+            row += 1
+        return touched
+
+    def is_error(self, call: int) -> bool:
+        return call in self._errors
+
+    def line(self, call: int) -> int:
+        """The line of the call of this key (one that touched something)."""
+        return self._lines[self._first.get(call)]
+
+
+def stale_in_view(session: SessionIndex, turns: Sequence[int]) -> Superseded:
+    """The stale results of the view (of a session indexed with rules), by their calls' keys;
+    ``turns``: the view messages that open a tool-result turn, in order. The subjects are not
+    yet filled in (``with_subjects``)."""
+    touches: CallTouches | None = session.infos.touches
+    if touches is None:
+        return {}
+    return superseded_by(_answers(session, touches, turns))
+
+
+def _answers(session: SessionIndex, touches: CallTouches, turns: Sequence[int]) -> Iterator[Answer]:
+    """The view's results whose calls touched something, as staleness sees them."""
+    infos = session.infos
+    for number, message in enumerate(session.view):
+        turn = max(bisect_right(turns, number) - 1, 0)
+        for index, part in message.pieces():
+            for result in infos.results(index):
+                touched = touches.of(result.call_id) if part in (None, result.part) else ()
+                if touched:
+                    tool = session.tool(result.call_id, UNKNOWN_TOOL)
+                    error = touches.is_error(result.call_id)
+                    yield Answer(result.call_id, tool, touched, turn, number, error)
+
+
+def with_subjects(
+    found: Superseded,
+    touches: CallTouches,
+    agent_format: AgentFormat,
+    read: Callable[[int], Record],
+) -> Superseded:
+    """``found`` with the subject each marker shows, from the calls' records, read in order."""
+    by_line: dict[int, list[int]] = {}
+    for call in found:
+        by_line.setdefault(touches.line(call), []).append(call)
+    filled = {}
+    for line in sorted(by_line):
+        wanted = set(by_line[line])
+        for message in agent_format.messages(read(line)):
+            for call_id, tool, arguments in calls_of(message):
+                call = key(call_id)
+                if call in wanted and call not in filled:
+                    shown = touched_by(tool, arguments, touches.table)[0].shown
+                    filled[call] = replace(found[call], subject=shown)
+    return filled
