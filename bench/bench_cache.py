@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from harness import ROOT, Report
 
@@ -74,15 +76,24 @@ def transcripts() -> list[tuple[str, Recording]]:
 
 def session_files() -> list[tuple[str, Recording]]:
     """The corpus's Claude Code session files and the fixtures' agents' session files."""
+    found = []
+    for path, agent_format in session_file_formats():
+        with path.open("rb") as handle:
+            session = index_session(handle, agent_format, str(path))
+            found.append((_label(path), recordings.from_session(handle, session)))
+    return found
+
+
+def session_file_formats() -> list[tuple[Path, Any]]:
+    """The bundled session files (the corpus's, the fixtures'), each with its agent's format."""
     files = sorted((ROOT / "tests" / "corpus" / "originals").glob("*__full.jsonl"))
     files += sorted((ROOT / "tests" / "fixtures").glob("*/*.jsonl"))
     found = []
     for path in files:
         with path.open("rb") as handle:
             agent_format = detect(handle, "auto", str(path))
-            if agent_format is not None:
-                session = index_session(handle, agent_format, str(path))
-                found.append((_label(path), recordings.from_session(handle, session)))
+        if agent_format is not None:
+            found.append((path, agent_format))
     return found
 
 

@@ -16,6 +16,10 @@ Per session (the corpus's transcripts and its two Claude Code session files):
   quarters still hold once micro-compacted (what the model can still see): stale first at least
   what age alone keeps (as bench_full measures a summary's recall).
 
+And on the session files themselves (``stale.session_files``: ``micro`` on each file, as
+``micro --in-place`` writes it, its view read back): the results replaced as superseded and the
+view's tokens left, stale first against age alone at the defaults.
+
 And ``stale.mcp_start``: ``ctxpack mcp`` started and stopped (an empty input), against the
 issue's 300 ms.
 
@@ -24,21 +28,26 @@ issue's 300 ms.
 
 from __future__ import annotations
 
+import io
 import sys
 from dataclasses import dataclass, replace
+from typing import Any
 
 from harness import CTXPACK, ROOT, Report
 
 sys.path.insert(0, str(ROOT / "tests"))
 
-from bench_cache import prices_for, session_files, transcripts
+from bench_cache import prices_for, session_file_formats, session_files, transcripts
+from helpers import session_result
 from recall import identifiers, texts
 
 from compactor_core.compaction.estimate import estimate
-from compactor_core.compaction.micro import micro_compact
-from compactor_core.compaction.staleness import stale_report
+from compactor_core.compaction.micro import is_marker, micro_compact
+from compactor_core.compaction.staleness import SUPERSEDED_PREFIX, stale_report
+from compactor_core.conversation.tools import result_holders
 from compactor_core.replay.run import CHOSEN, RESENDS, replay
-from compactor_core.settings import Settings
+from compactor_core.session_files.index import index_session, load_view
+from compactor_core.settings import RunSettings, Settings
 
 SENT_TARGET = 0.90
 BILL_TARGET = 1.00
@@ -63,6 +72,7 @@ class Row:
 
 def run(report: Report) -> None:
     report.case("stale.replay", lambda: _replays(report))
+    report.case("stale.session_files", lambda: _session_files(report))
     report.case("stale.mcp_start", lambda: _mcp_start(report))
 
 
@@ -95,6 +105,30 @@ def _replays(report: Report) -> None:
     claude = [row.share for row in real if "/cc_" in row.label]
     share = sum(claude) / len(claude)
     report.info("stale.share_claude_code", share, STALE_SHARE, unit="share", note="mean")
+
+
+def _session_files(report: Report) -> None:
+    """Micro on the session files (the file's two passes), stale first against age alone."""
+    left = {True: 0, False: 0}
+    superseded = 0
+    for path, agent_format in session_file_formats():
+        data = path.read_bytes()
+        for stale in (True, False):
+            job = RunSettings("micro", replace(Settings(), stale=stale))
+            view = view_of(session_result(data, agent_format, job)[0], agent_format)
+            left[stale] += estimate(view)
+            marked = [h["content"] for _, h in result_holders(view) if is_marker(h["content"])]
+            found = sum(text.startswith(SUPERSEDED_PREFIX) for text in marked)
+            superseded += found if stale else 0
+            if stale:
+                report.log(f"{path.name}: {found} superseded of {len(marked)} markers")
+    note = f"view tokens micro leaves; {superseded} results superseded"
+    report.info("stale.session_files", left[True], left[False], unit="tokens", note=note)
+
+
+def view_of(data: bytes, agent_format: Any) -> list:
+    handle = io.BytesIO(data)
+    return load_view(handle, index_session(handle, agent_format, "<session>"))
 
 
 def measure(label: str, recording) -> Row:
