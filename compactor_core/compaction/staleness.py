@@ -57,7 +57,7 @@ VERBS = {
 REPEATABLE = (READ, LIST, RUN, SEARCH)  # kinds whose later call shows the same thing anew
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per stale result of a session of millions of records
 class Supersession:
     """How a result went stale: the later result that made it so."""
 
@@ -119,7 +119,7 @@ class Touched(Protocol):
     def part(self) -> Hashable: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Answer:
     """One tool result, as staleness sees it: what its call touched, and where it stands."""
 
@@ -132,7 +132,7 @@ class Answer:
     shown: str = ""  # its first subject as a marker shows it ("" : filled in by the caller)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Result:
     """A result not yet wholly superseded: how much of what its call touched still is."""
 

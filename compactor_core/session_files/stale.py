@@ -5,7 +5,8 @@ Pass 1 keeps, of each tool call, what staleness needs and no more: each thing it
 read or written, a command run, a folder listed, a search made) as a row of numbers — its call's
 key, its kind, the keys (``keys.key``) of its subject and of the part read — and the keys of the
 results that are errors. About 30 bytes a touch, and a ``KeyMap`` entry a call: a session of
-millions of records keeps no tool input in memory.
+millions of records keeps no tool input in memory. Staleness then holds only the results whose
+calls touched something another call touched too (the others can neither go stale nor make one).
 
 The view's results, in the view's order with their tool-result turns, go through the core's
 ``superseded_by``; the text a marker shows of a stale result's subject is read back from its
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from .index import SessionIndex
 
 Superseded = dict[int, Supersession]  # call key -> how its result went stale
+_KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
 
 
 class StoredTouch(NamedTuple):
@@ -55,6 +57,7 @@ class CallTouches:
         self._parts = array("q")
         self._first = KeyMap("l")  # call key -> its first row (a call's rows come together)
         self._errors = KeyMap("B")  # keys of the calls whose result is an error
+        self._touched = KeyMap("B")  # of each thing touched: once (1), or more often (2)
 
     def add_calls(self, index: int, message: Message) -> None:
         """The touches of the calls ``message`` (of line ``index``) makes."""
@@ -65,11 +68,14 @@ class CallTouches:
             call = key(call_id)
             self._first[call] = len(self._calls)
             for touch in touched:
+                subject = key(touch.subject)
                 self._lines.append(index)
                 self._calls.append(call)
-                self._kinds.append(KINDS.index(touch.kind))
-                self._subjects.append(key(touch.subject))
+                self._kinds.append(_KIND_CODES[touch.kind])
+                self._subjects.append(subject)
                 self._parts.append(key(touch.part) if touch.part else 0)
+                met = _meeting(touch.domain, subject)
+                self._touched[met] = 2 if met in self._touched else 1
 
     def add_error(self, call: int) -> None:
         self._errors[call] = 1
@@ -84,12 +90,22 @@ class CallTouches:
             row += 1
         return touched
 
+    def met_again(self, touched: list[StoredTouch]) -> bool:
+        """Whether another call touched any of these things too: else the result can neither
+        go stale nor make one stale, and staleness need not hold it (memory)."""
+        return any(self._touched.get(_meeting(t.domain, t.subject)) == 2 for t in touched)
+
     def is_error(self, call: int) -> bool:
         return call in self._errors
 
     def line(self, call: int) -> int:
         """The line of the call of this key (one that touched something)."""
         return self._lines[self._first.get(call)]
+
+
+def _meeting(domain: str, subject: int) -> int:
+    """The key of what touches meet on: their domain and subject (staleness.py)."""
+    return hash((domain, subject)) or 1
 
 
 def stale_in_view(session: SessionIndex, turns: Sequence[int]) -> Superseded:
@@ -110,7 +126,7 @@ def _answers(session: SessionIndex, touches: CallTouches, turns: Sequence[int]) 
         for index, part in message.pieces():
             for result in infos.results(index):
                 touched = touches.of(result.call_id) if part in (None, result.part) else ()
-                if touched:
+                if touched and touches.met_again(touched):
                     tool = session.tool(result.call_id, UNKNOWN_TOOL)
                     error = touches.is_error(result.call_id)
                     yield Answer(result.call_id, tool, touched, turn, number, error)

@@ -195,13 +195,15 @@ class RecordTable(Sequence[RecordInfo]):
         """What the framework derives from a record's messages, by the core's own rules."""
         touches = self.touches
         for part, message in enumerate(messages):
+            calls = 0
             for call_id, name in tool_calls(message):
                 code = self._tools.code(name)
                 call = key(call_id)
                 self._calls.add(index, call, code, part)
                 if call_id.__class__ is str:
                     self.names[call] = code
-            if touches is not None:
+                calls += 1
+            if calls and touches is not None:
                 touches.add_calls(index, message)
             for call_id, holder in result_holders((message,)):
                 content = holder.get("content")
