@@ -142,6 +142,19 @@ def test_an_error_or_an_unanswered_call_supersedes_nothing() -> None:
     assert analyse(messages).superseded == {}
 
 
+def test_the_same_result_twice_is_not_stale_by_itself() -> None:
+    """Gemini CLI sends every result twice under its call id: neither copy makes the other
+    stale, and a later read makes both so."""
+    messages = conversation(call("g1", "read_file", {"absolute_path": "/w/a.rs"}))
+    messages.append(messages[-1])
+    assert analyse(messages).superseded == {}
+    messages += call("g2", "read_file", {"absolute_path": "/w/a.rs"})
+    found = analyse(messages).superseded
+    assert list(found) == ["g1"] and found["g1"].marker() == (
+        "[superseded: read_file /w/a.rs, read again 1 turn later]"
+    )
+
+
 def test_a_call_that_touched_several_files_is_stale_once_all_are_touched_again() -> None:
     both = call("k1", "read_files", {"files": [{"path": "a"}, {"path": "b"}]})
     one = conversation(both, call("k2", "read_files", {"files": [{"path": "a"}]}))
