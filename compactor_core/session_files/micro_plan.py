@@ -85,11 +85,12 @@ def plan_micro(
 ) -> MicroPlan:
     """The plan; ``read`` reads a record again (by its line index), for the subjects the
     superseded markers name (None: by age alone)."""
-    infos = session.infos
-    turns = _result_turns(session)
-    stale = stale_results(session, turns, read) if settings.stale_first and read else {}
+    infos, keep = session.infos, max(settings.keep_recent, 0)
+    read_back = read if settings.stale_first else None  # None: by age alone
+    turns = _result_turns(session) if keep or read_back else []
+    stale = stale_results(session, turns, read_back) if read_back else {}
     settings = replace(settings, compat=False)  # a session file is never a BareAgent conversation
-    kept = _newest_result_turns(session, turns, max(settings.keep_recent, 0))
+    kept = _newest_result_turns(session, turns, keep)
     whole, kept_parts = _wholly_or_partly(kept)
     kept_calls = {
         result.call_id
