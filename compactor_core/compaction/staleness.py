@@ -14,7 +14,9 @@ Stale results are replaced before any result that is still the latest of its kin
   there, whole, so the earlier one is a duplicate, not context. A read made stale by an edit
   stays whole among the newest turns: the agent may still need it for its next edit;
 - the cache-aware batches (cache_plan.py) take those duplicates as soon as they go stale, ahead
-  of the turns that age: that changes what a batch takes first, never when the prompt changes.
+  of the turns that age: that changes what a batch takes first, never when the prompt changes;
+- an agent's session file is decided by the same rule (``superseded_by``) from its index, which
+  keeps what each call touched as keys, not the calls' inputs (``session_files/stale.py``).
 
 A marker must read the same request after request (a cached prefix): it names the first later
 result that made its result stale, which stays the first however the conversation grows; and a
@@ -107,7 +109,7 @@ NONE = Staleness()
 
 class Touched(Protocol):
     """What staleness reads of a touch: ``Touch`` itself, or a session file's index of one
-    (``session_files/touches.py``), whose subject and part are keys of the texts (0: no part)."""
+    (``session_files/stale.py``), whose subject and part are keys of the texts (0: no part)."""
 
     @property
     def kind(self) -> str: ...
