@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,17 @@ RECALL_TOOL = "mcp__ctxpack__recall"
 # Claude Code defers MCP tools behind its tool search unless told not to
 EAGER = {"ENABLE_TOOL_SEARCH": "false"}
 HANDLE = re.compile(r"; recall ([0-9a-f]{12})\]")
+
+
+@contextmanager
+def recalling(script: Script, env: dict[str, str]) -> Iterator[tuple[ModelServer, Serving]]:
+    """The model server playing ``script``, and serve in front of it sharing the store of
+    originals with ``ctxpack mcp`` (``env``); every old result a marker at once."""
+    with (
+        ModelServer(script) as model,
+        Serving(model.url, "--policy", "every-turn", "--keep-recent", "1", env=env) as proxy,
+    ):
+        yield model, proxy
 
 
 def _texts(body: Any) -> str:
@@ -57,8 +70,7 @@ def test_claude_code_recalls_a_truncated_output_through_ctxpack_mcp(tmp_path: Pa
     mcp_config.write_text(json.dumps({"mcpServers": {"ctxpack": server_entry}}))
     home, project = ClaudeHome(tmp_path / "claude"), tmp_path / "project"
     project.mkdir()
-    serve_args = ("--policy", "every-turn", "--keep-recent", "1")
-    with ModelServer(recalling_model()) as model, Serving(model.url, *serve_args, env=env) as proxy:
+    with recalling(recalling_model(), env) as (model, proxy):
         extra = ["--mcp-config", str(mcp_config), "--strict-mcp-config"]
         run_claude(home, project, "count", proxy, extra=extra, more_env=EAGER, timeout=300).check()
         turns = [request.body for request in model.turn_requests]
@@ -122,11 +134,7 @@ def test_qwen_code_recalls_through_its_tool_bridge(tmp_path: Path) -> None:
     ]
     home, project = QwenHome(tmp_path / "qwen"), tmp_path / "project"
     project.mkdir()
-    serve_args = ("--policy", "every-turn", "--keep-recent", "1")
-    with (
-        ModelServer(Script(replies=replies, reacting=react)) as model,
-        Serving(model.url, *serve_args, env=env) as proxy,
-    ):
+    with recalling(Script(replies=replies, reacting=react), env) as (model, proxy):
         run_qwen(home, project, "count", proxy, more_settings={"mcpServers": servers}, timeout=300)
         bodies = [request.body for request in model.turn_requests]
     assert asked, "no marker with a handle reached the model"
@@ -192,11 +200,7 @@ def test_codex_recalls_through_its_mcp_namespace(tmp_path: Path) -> None:
     ]
     home, project = CodexHome(tmp_path / "codex"), tmp_path / "project"
     project.mkdir()
-    serve_args = ("--policy", "every-turn", "--keep-recent", "1")
-    with (
-        ModelServer(Script(replies=replies, reacting=react)) as model,
-        Serving(model.url, *serve_args, env=env) as proxy,
-    ):
+    with recalling(Script(replies=replies, reacting=react), env) as (model, proxy):
         run_codex(home, project, "count", proxy, more_config=mcp_server, timeout=300).check()
         bodies = [request.body for request in model.model_requests]
     assert asked, "no marker with a handle reached the model"
