@@ -6,6 +6,7 @@ start of a filter run on every agent turn."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import warnings
@@ -26,7 +27,13 @@ CLAUDE_SESSION = TESTS / "fixtures" / "claude_code" / "session.jsonl"
 
 
 def big_conversation() -> list[dict[str, Any]]:
-    return session_zh() * 3
+    """The session three times over, each copy's calls under ids of their own (t1 becomes
+    t1-2 …), as a real conversation never repeats a call id."""
+    copies = [session_zh()]
+    for copy in (2, 3):
+        text = json.dumps(session_zh(), ensure_ascii=False)
+        copies.append(json.loads(re.sub(r'"(t[0-9]+)"', rf'"\1-{copy}"', text)))
+    return [message for each in copies for message in each]
 
 
 # --- any snapshot folder, with any input ---------------------------------------------------------
