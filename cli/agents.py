@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from compactor_core.errors import InputError
+
 from . import io, options
 from .exit_codes import ExitStatus, combined, for_each_input, in_flag_words
 
@@ -58,7 +60,6 @@ def check(files: tuple[str, ...], format_name: str, as_json: bool) -> None:
 def check_file(name: str, format_name: str = "auto") -> dict[str, Any]:
     """What ``ctxpack check`` finds in one file (its report, as ``--json`` prints it)."""
     from compactor_core.ends.documents import SessionDocument, open_document
-    from compactor_core.errors import InputError
 
     with open_document(io.source_of(name), format_name) as document:
         if isinstance(document, SessionDocument):

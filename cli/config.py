@@ -29,6 +29,7 @@ import click
 
 from compactor_core.errors import ConfigError
 
+from . import io
 from .options import epilog
 
 PROJECT_FILE = ".ctxpack.toml"
@@ -250,8 +251,6 @@ def show(ctx: click.Context, command_name: str | None) -> None:
     """Print the settings in force and where each comes from: flag > CTXPACK_<COMMAND>_<OPTION>
     > CTXPACK_<OPTION> > ./.ctxpack.toml (or a folder above) > the user's config file > default.
     """
-    from . import io
-
     root = ctx.find_root()
     defaults = root.default_map if isinstance(root.default_map, DefaultMap) else None
     files = defaults.files if defaults is not None else []

@@ -12,8 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from compactor_core.disk.atomic import atomic_write
+from compactor_core.settings import Settings
+
 from . import io, options
 from .agents import AGENTS, agent_homes
+from .resolve import Resolver
 
 if TYPE_CHECKING:
     from compactor_core.report.bill import Request, SessionBill
@@ -119,7 +123,6 @@ def _bills(paths: tuple[str, ...], chosen: dict[str, Any]) -> Iterator[SessionBi
     from compactor_core.report.bill import SessionBill
     from compactor_core.report.collect import collect
     from compactor_core.report.ledger import Ledger
-    from compactor_core.settings import Settings
     from compactor_core.snapshots.locations import user_store
 
     places = list(_places(paths, chosen["agent"]))
@@ -152,8 +155,6 @@ def _rewrites() -> Callable[[Path], list[float]]:
     """When ctxpack rewrote each file: its snapshots of the file's originals."""
     from compactor_core.snapshots.base import ORIGINAL
     from compactor_core.snapshots.local_store import SnapshotStore
-
-    from .resolve import Resolver
 
     times: dict[str, list[float]] = {}
     try:
@@ -300,7 +301,6 @@ def _misses(bills: list[SessionBill], keep: Callable[[Request, SessionBill], boo
 
 
 def _draw(bills, prices, zone, keep, path: str) -> None:
-    from compactor_core.disk.atomic import atomic_write
     from compactor_core.report.plot import render
 
     image_format = path.rpartition(".")[2].lower()

@@ -14,7 +14,7 @@ import click
 
 from compactor_core.errors import ConfigError
 
-from . import options
+from . import io, options
 
 INSTRUCTIONS = (
     "ctxpack replaces old tool results in this conversation with markers such as "
@@ -72,8 +72,6 @@ def _server() -> Any:
 
 def _estimate(path: str) -> dict[str, Any]:
     from compactor_core.ends.documents import open_document
-
-    from . import io
 
     with open_document(io.source_of(path), "auto") as document:
         return {"tokens": document.tokens(), **document.breakdown()}

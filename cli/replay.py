@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from compactor_core import defaults
+from compactor_core.disk.atomic import atomic_write
+from compactor_core.settings import Settings
 
 from . import io, options
 from .exit_codes import combined, for_each_input
 
 if TYPE_CHECKING:
     from compactor_core.replay.run import Replay
-    from compactor_core.settings import Settings
 
 PROFILES = (
     "anthropic-5m",
@@ -117,8 +119,6 @@ def replay(files: tuple[str, ...], **chosen: Any) -> None:
 
 
 def _settings(chosen: dict[str, Any]) -> Settings:
-    from compactor_core.settings import Settings
-
     return Settings(
         keep_recent=chosen["keep_recent"],
         exclude_tools=tuple(chosen["exclude_tools"]),
@@ -157,9 +157,6 @@ def _report(result: Replay, label: str, as_json: bool) -> None:
 
 
 def _draw(result: Replay, label: str, path: str, image_format: str) -> None:
-    from pathlib import Path
-
-    from compactor_core.disk.atomic import atomic_write
     from compactor_core.replay.plot import render
 
     atomic_write(Path(path), render(result, label, image_format))

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from compactor_core.errors import CtxpackError
+from compactor_core.disk.database_names import is_database_file, session_name
+from compactor_core.errors import CtxpackError, UsageError
+from compactor_core.settings import RunSettings
 
 from . import io, options
 from .exit_codes import ExitStatus, combined, error_line, status_for
+from .resolve import Resolver
 
 if TYPE_CHECKING:
-    from compactor_core.settings import RunSettings
     from compactor_core.snapshots.base import Snapshot
     from compactor_core.snapshots.finding import Choice, Found
     from compactor_core.snapshots.local_store import SnapshotStore
@@ -98,9 +102,6 @@ def restore(
     Snapshots are looked for in --snapshot-dir (default ~/.local/state/ctxpack) and in the
     .transcripts folders older versions wrote: the working folder's and the file's own.
     """
-    from datetime import UTC, datetime
-
-    from compactor_core.settings import RunSettings
     from compactor_core.snapshots.base import ORIGINAL, RESULT
     from compactor_core.snapshots.finding import Choice
 
@@ -122,12 +123,8 @@ def restore(
 
 def _stores(flag: str | None, files: tuple[str, ...] = ()) -> list[SnapshotStore]:
     """The store in use (first), then the ``.transcripts`` of older versions, each once."""
-    import os
-
     from compactor_core.snapshots.local_store import SnapshotStore
     from compactor_core.snapshots.locations import legacy_folders
-
-    from .resolve import Resolver
 
     primary = Path(Resolver({"snapshot_dir": flag}, os.environ).snapshot_dir())
     seen = {os.path.realpath(primary)}
@@ -261,7 +258,6 @@ def _say_older(name: str, older: int, choice: Choice) -> None:
 
 
 def _database(name: str) -> bool:
-    from compactor_core.disk.database_names import is_database_file
     from compactor_core.ends.sources import local_file
 
     return is_database_file(local_file(name).path)
@@ -271,8 +267,6 @@ def _restore_sessions(
     store: SnapshotStore, name: str, choice: Choice, dry_run: bool
 ) -> list[ExitStatus]:
     """``restore DB#SESSION``: that session put back; ``restore DB``: each session kept."""
-    from compactor_core.disk.database_names import session_name
-    from compactor_core.errors import UsageError
     from compactor_core.session_files.database import kept_sessions, restore_session
     from compactor_core.session_files.registry import database_of
 
@@ -364,8 +358,6 @@ def _prune(
     older_than: str | None,
     dry_run: bool,
 ) -> None:
-    from datetime import datetime
-
     from compactor_core.snapshots.finding import parse_age, search, to_prune
 
     age = parse_age(older_than) if older_than is not None else None

@@ -7,6 +7,7 @@ can print the port it got as its first line on stdout before any request comes.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import socket
@@ -16,10 +17,12 @@ from urllib.parse import urlsplit
 
 import click
 
+from compactor_core.errors import ConfigError
 from compactor_core.serve import limits
 
 from . import io, options, resolve
 from .exit_codes import in_flag_words
+from .service import install_service
 
 if TYPE_CHECKING:
     from compactor_core.providers.catalog import ProviderSettings
@@ -154,8 +157,6 @@ def serve(
     upstream = _checked_upstream(upstream)
     _check_host(host, allow_remote)
     if install:
-        from .service import install_service
-
         return install_service([a for a in options.raw_args() if a != "--install"])
     uvicorn = _uvicorn()
     resolver = resolve.resolver(given)
@@ -182,8 +183,6 @@ def serve(
 
 
 def _uvicorn() -> Any:
-    from compactor_core.errors import ConfigError
-
     try:
         import uvicorn
     except ImportError:
@@ -253,8 +252,6 @@ def _not_through_itself(
     """The summary provider, never pointed at serve itself: its base URL defaults to
     ANTHROPIC_BASE_URL / OPENAI_BASE_URL, which point the agent here, and a summary asked of
     serve would wait for itself. The upstream answers instead, and the log says so."""
-    import dataclasses
-
     if not provider.is_network or not _same_place(provider.base_url, address):
         return provider
     io.warn(f"summaries: {provider.base_url} is serve itself; asking the upstream {upstream}")
@@ -302,8 +299,6 @@ def _summarizer(provider: ProviderSettings, state_folder: Path) -> KeptSummarize
 
 
 def _listen(host: str, port: int) -> socket.socket:
-    from compactor_core.errors import ConfigError
-
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
         return socket.create_server((host, port), family=family, backlog=2048)

@@ -13,7 +13,9 @@ from typing import TypeVar
 
 import click
 
+from compactor_core.disk.atomic import atomic_write
 from compactor_core.errors import ConfigError, UsageError
+from compactor_core.serve import pointing
 
 from . import io, options
 from .serve import DEFAULT_PORT
@@ -70,7 +72,6 @@ def setup(
     (NAME.before-ctxpack), and --undo puts it back. Start serve yourself, or once for good with
     `ctxpack serve --install`.
     """
-    from compactor_core.serve import pointing
     from compactor_core.serve import setup as changes
 
     home = Path.home()
@@ -101,8 +102,6 @@ def setup(
     io.write_stdout(_diff(path, old, new).encode())
     if dry_run or not _confirmed(yes):
         return
-    from compactor_core.disk.atomic import atomic_write
-
     path.parent.mkdir(parents=True, exist_ok=True)
     changes.keep_original(path)
     atomic_write(path, new, new_file_mode=0o600)
@@ -125,7 +124,6 @@ def _ctxpack_command() -> str:
 
 def _register(state: Path, yes: bool) -> None:
     """``ctxpack mcp`` among Claude Code's MCP servers (``.claude.json``), asked like the rest."""
-    from compactor_core.disk.atomic import atomic_write
     from compactor_core.serve import setup as changes
 
     old = state.read_bytes() if state.exists() else None
@@ -138,7 +136,6 @@ def _register(state: Path, yes: bool) -> None:
 
 
 def _unregister(state: Path) -> None:
-    from compactor_core.disk.atomic import atomic_write
     from compactor_core.serve import setup as changes
 
     if not state.exists():

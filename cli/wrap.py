@@ -20,6 +20,8 @@ from typing import IO, Any
 
 import click
 
+from compactor_core.serve.pointing import pointing
+
 from . import io, options, resolve
 from .serve import proxy_options
 from .service import this_ctxpack
@@ -59,8 +61,6 @@ def run(upstream: str | None, agent: str, agent_args: tuple[str, ...], **given: 
     Copilot CLI: COPILOT_PROVIDER_BASE_URL). Exits as the agent exits; serve is stopped then.
     Serve's log: run.log in the state folder (~/.local/state/ctxpack).
     """
-    from compactor_core.serve.pointing import pointing
-
     route = pointing(agent, os.environ, Path.home())
     raw = options.raw_args()
     serve_options = raw[: len(raw) - 1 - len(agent_args)]

@@ -24,7 +24,6 @@ from .stores import DATABASE, DOCUMENT, StoredFormat, is_database, peek
 
 if TYPE_CHECKING:  # the formats' base class is imported with the first format module
     from .base import AgentFormat
-    from .stores import StoredFormat
 
 # --format value -> "module:class"; modules are imported only when a file needs them.
 _MODULES = {
