@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from compactor_core.conversation.formats import dumps
 from compactor_core.errors import InputError
 
 from . import io, options
@@ -42,7 +43,6 @@ def check(files: tuple[str, ...], format_name: str, as_json: bool) -> None:
     links that loop, shared ids, tool results without their call and calls without their
     result. Notes (exit 0) are the same found where the resume does not look.
     """
-    from compactor_core.conversation.formats import dumps
 
     def check_one(name: str) -> list[ExitStatus]:
         report = check_file(name, format_name)
@@ -132,7 +132,6 @@ def sessions(agent: str | None, over: int | None, min_idle: float, as_json: bool
     (~/.local/share, its opencode/opencode.db: each session a row, DB#SESSION). A row: agent,
     id, project, size, estimate, last change, in use, path.
     """
-    from compactor_core.conversation.formats import dumps
     from compactor_core.session_files.listing import list_sessions
 
     found = list_sessions(agent_homes(agent), time.time(), min_idle)

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from compactor_core.conversation.formats import dumps
 from compactor_core.disk.atomic import atomic_write
 from compactor_core.settings import Settings
+from compactor_core.snapshots.locations import user_store
 
 from . import io, options
 from .agents import AGENTS, agent_homes
@@ -123,7 +125,6 @@ def _bills(paths: tuple[str, ...], chosen: dict[str, Any]) -> Iterator[SessionBi
     from compactor_core.report.bill import SessionBill
     from compactor_core.report.collect import collect
     from compactor_core.report.ledger import Ledger
-    from compactor_core.snapshots.locations import user_store
 
     places = list(_places(paths, chosen["agent"]))
     state = user_store(os.environ.get("XDG_STATE_HOME"), os.environ.get("HOME")) / "report"
@@ -213,8 +214,6 @@ def _filter(chosen: dict[str, Any], zone: Any) -> Callable[[Request, SessionBill
 
 
 def _write_json(total: Total, groups: list[Total], by: str, as_of: str) -> None:
-    from compactor_core.conversation.formats import dumps
-
     document = {
         "by": by,
         "prices_as_of": as_of,

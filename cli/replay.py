@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from compactor_core import defaults
+from compactor_core.conversation.formats import dumps
 from compactor_core.disk.atomic import atomic_write
 from compactor_core.settings import Settings
 
@@ -146,7 +147,6 @@ def _replay_file(name: str, format_name: str, settings: Settings, prices: dict[s
 
 
 def _report(result: Replay, label: str, as_json: bool) -> None:
-    from compactor_core.conversation.formats import dumps
     from compactor_core.replay.report import as_json as figures_json
     from compactor_core.replay.report import render
 

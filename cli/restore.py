@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING
 
 import click
 
+from compactor_core.conversation.formats import dumps, parse
 from compactor_core.disk.database_names import is_database_file, session_name
 from compactor_core.errors import CtxpackError, UsageError
 from compactor_core.settings import RunSettings
+from compactor_core.snapshots.locations import legacy_folders
 
 from . import io, options
 from .exit_codes import ExitStatus, combined, error_line, status_for
@@ -124,7 +126,6 @@ def restore(
 def _stores(flag: str | None, files: tuple[str, ...] = ()) -> list[SnapshotStore]:
     """The store in use (first), then the ``.transcripts`` of older versions, each once."""
     from compactor_core.snapshots.local_store import SnapshotStore
-    from compactor_core.snapshots.locations import legacy_folders
 
     primary = Path(Resolver({"snapshot_dir": flag}, os.environ).snapshot_dir())
     seen = {os.path.realpath(primary)}
@@ -313,7 +314,6 @@ def _when(snapshot: Snapshot) -> str:
 
 
 def _print(stores: list[SnapshotStore], session_id: str, choice: Choice, pretty: bool) -> None:
-    from compactor_core.conversation.formats import dumps, parse
     from compactor_core.snapshots.finding import choose, session_snapshots
 
     snapshot = choose(session_snapshots(stores, session_id), choice, f"session {session_id!r}")
@@ -324,7 +324,6 @@ def _print(stores: list[SnapshotStore], session_id: str, choice: Choice, pretty:
 
 
 def _list(stores: list[SnapshotStore], session_id: str | None, as_json: bool) -> None:
-    from compactor_core.conversation.formats import dumps
     from compactor_core.snapshots.finding import search
 
     found = search(stores, lambda store: store.select(session_id))

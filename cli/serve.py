@@ -19,6 +19,7 @@ import click
 
 from compactor_core.errors import ConfigError
 from compactor_core.serve import limits
+from compactor_core.snapshots.locations import user_store
 
 from . import io, options, resolve
 from .exit_codes import in_flag_words
@@ -272,7 +273,6 @@ def _state_folder() -> Path:
     ignores it), checked as the snapshot store checks its own: the summaries kept there are
     sent to the model."""
     from compactor_core.disk.private_dir import PrivateDir
-    from compactor_core.snapshots.locations import user_store
 
     folder = user_store(os.environ.get("XDG_STATE_HOME"), os.environ.get("HOME"))
     opened = PrivateDir.open(folder, create=True, label=str(folder))  # UnsafeLocation: 77

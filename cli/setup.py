@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import os
 import shlex
 import shutil
@@ -112,8 +113,6 @@ def setup(
 
 
 def _has_mcp() -> bool:
-    import importlib.util
-
     return importlib.util.find_spec("mcp") is not None
 
 
