@@ -14,7 +14,6 @@ import click
 
 from compactor_core.conversation.formats import dumps
 from compactor_core.disk.atomic import atomic_write
-from compactor_core.settings import Settings
 from compactor_core.snapshots.locations import user_store
 
 from . import io, options
@@ -125,6 +124,7 @@ def _bills(paths: tuple[str, ...], chosen: dict[str, Any]) -> Iterator[SessionBi
     from compactor_core.report.bill import SessionBill
     from compactor_core.report.collect import collect
     from compactor_core.report.ledger import Ledger
+    from compactor_core.settings import Settings
 
     places = list(_places(paths, chosen["agent"]))
     state = user_store(os.environ.get("XDG_STATE_HOME"), os.environ.get("HOME")) / "report"

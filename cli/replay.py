@@ -11,13 +11,13 @@ import click
 from compactor_core import defaults
 from compactor_core.conversation.formats import dumps
 from compactor_core.disk.atomic import atomic_write
-from compactor_core.settings import Settings
 
 from . import io, options
 from .exit_codes import combined, for_each_input
 
 if TYPE_CHECKING:
     from compactor_core.replay.run import Replay
+    from compactor_core.settings import Settings
 
 PROFILES = (
     "anthropic-5m",
@@ -120,6 +120,8 @@ def replay(files: tuple[str, ...], **chosen: Any) -> None:
 
 
 def _settings(chosen: dict[str, Any]) -> Settings:
+    from compactor_core.settings import Settings
+
     return Settings(
         keep_recent=chosen["keep_recent"],
         exclude_tools=tuple(chosen["exclude_tools"]),

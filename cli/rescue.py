@@ -13,7 +13,6 @@ from typing import Any
 import click
 
 from compactor_core import defaults
-from compactor_core.settings import RunSettings
 
 from . import options, resolve
 
@@ -52,6 +51,8 @@ def rescue(files: tuple[str, ...], window: int, **given: Any) -> None:
     In place, the original kept as a snapshot (ctxpack restore FILE undoes it). Each repair is
     one line on stderr; exit 1 if something could not be repaired.
     """
+    from compactor_core.settings import RunSettings
+
     from .run import Output, compact_inputs, run_settings
 
     given |= {

@@ -14,7 +14,6 @@ import click
 from compactor_core.conversation.formats import dumps, parse
 from compactor_core.disk.database_names import is_database_file, session_name
 from compactor_core.errors import CtxpackError, UsageError
-from compactor_core.settings import RunSettings
 from compactor_core.snapshots.locations import legacy_folders
 
 from . import io, options
@@ -22,6 +21,7 @@ from .exit_codes import ExitStatus, combined, error_line, status_for
 from .resolve import Resolver
 
 if TYPE_CHECKING:
+    from compactor_core.settings import RunSettings
     from compactor_core.snapshots.base import Snapshot
     from compactor_core.snapshots.finding import Choice, Found
     from compactor_core.snapshots.local_store import SnapshotStore
@@ -104,6 +104,7 @@ def restore(
     Snapshots are looked for in --snapshot-dir (default ~/.local/state/ctxpack) and in the
     .transcripts folders older versions wrote: the working folder's and the file's own.
     """
+    from compactor_core.settings import RunSettings
     from compactor_core.snapshots.base import ORIGINAL, RESULT
     from compactor_core.snapshots.finding import Choice
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
-import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -26,6 +25,8 @@ from .exit_codes import in_flag_words
 from .service import install_service
 
 if TYPE_CHECKING:
+    import socket
+
     from compactor_core.providers.catalog import ProviderSettings
     from compactor_core.serve.summaries import KeptSummarizer
 
@@ -299,6 +300,8 @@ def _summarizer(provider: ProviderSettings, state_folder: Path) -> KeptSummarize
 
 
 def _listen(host: str, port: int) -> socket.socket:
+    import socket  # here: --help loads this module, and socket is most of its import time
+
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
         return socket.create_server((host, port), family=family, backlog=2048)
