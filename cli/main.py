@@ -22,6 +22,7 @@ from .exit_codes import (
     status_for,
     warn,
 )
+from .resolve import environment_help
 
 if TYPE_CHECKING:
     from compactor_core.compaction.estimate import Counter
@@ -133,8 +134,6 @@ Examples:
 
 
 def _environment() -> str:
-    from .resolve import environment_help
-
     rows = "\n".join(
         f"  {variable:<24} {meaning}".rstrip() for variable, meaning in environment_help()
     )
