@@ -36,7 +36,9 @@ class CtxpackGroup(click.Group):
     """Turns every error into its exit status and a one-line message, in one place.
 
     ``lazy_commands`` maps a command's name to ``"module:attribute"``: that module is imported
-    only when the command runs or help lists it (click's "Lazily Loading Subcommands").
+    only when the command runs or help lists it (click's "Lazily Loading Subcommands"), or when
+    a config file sets a key the running command lacks (``every_option``). So a command module
+    imports the core's heavier modules inside its functions: they would slow those two down.
     """
 
     def __init__(
