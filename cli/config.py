@@ -193,11 +193,12 @@ def check(
     command: click.Command,
     files: list[ConfigFile],
     commands: set[str],
-    every_option: Callable[[], set[str]],
+    some_command_has: Callable[[str], bool],
 ) -> None:
     """Refuse what the files set that no option takes: a table no command or provider has; in
-    the command's table, a key it has not; at the top level, a key no command has (``every_option``
-    is asked only then: it loads every command); anywhere, a value its option refuses."""
+    the command's table, a key it has not; at the top level, a key no command has
+    (``some_command_has`` is asked only then: it may load other commands); anywhere, a value its
+    option refuses."""
     for problem in unknown_tables(files, commands):
         raise ConfigError(problem)
     params = {param.name: param for param in command.params if param.name}
@@ -214,7 +215,7 @@ def check(
                 continue
             if name in params:
                 _check_value(params, name, value, f"{file.path}: {key}")
-            elif name not in every_option():
+            elif not some_command_has(name):
                 raise ConfigError(f"{file.path}: unknown setting {key!r}")
 
 

@@ -37,8 +37,8 @@ class CtxpackGroup(click.Group):
 
     ``lazy_commands`` maps a command's name to ``"module:attribute"``: that module is imported
     only when the command runs or help lists it (click's "Lazily Loading Subcommands"), or when
-    a config file sets a key the running command lacks (``every_option``). So a command module
-    imports the core's heavier modules inside its functions: they would slow those two down.
+    a config file sets a key that no command loaded already takes (``has_option``). So a command
+    module imports the core's heavier modules inside its functions: they would slow those down.
     """
 
     def __init__(
@@ -54,7 +54,7 @@ class CtxpackGroup(click.Group):
         command = self._loaded(ctx, cmd_name)
         if command is not None and isinstance(ctx.default_map, config.DefaultMap):
             files, names = ctx.default_map.files, set(self.list_commands(ctx))
-            config.check(command, files, names, lambda: self.every_option(ctx))
+            config.check(command, files, names, lambda name: self.has_option(ctx, name))
         return command
 
     def _loaded(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
@@ -63,10 +63,12 @@ class CtxpackGroup(click.Group):
             self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
         return super().get_command(ctx, cmd_name)
 
-    def every_option(self, ctx: click.Context) -> set[str]:
-        """The name of every option of every command (each command is loaded)."""
-        commands = [self._loaded(ctx, name) for name in self.list_commands(ctx)]
-        return {param.name for each in commands if each for param in each.params if param.name}
+    def has_option(self, ctx: click.Context, option: str) -> bool:
+        """Whether some command takes ``option``: the commands loaded already are asked first (a
+        file's common keys are micro's, full's and auto's), another command's module is loaded
+        only while none has it."""
+        names = sorted(self.list_commands(ctx), key=lambda name: name not in self.commands)
+        return any(option in _option_names(self._loaded(ctx, name)) for name in names)
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         # every option from the config files and the environment (cli/config.py)
@@ -106,6 +108,10 @@ class CtxpackGroup(click.Group):
         except KeyboardInterrupt:
             io.warn("interrupted")
             ctx.exit(ExitStatus.INTERRUPTED)
+
+
+def _option_names(command: click.Command | None) -> set[str]:
+    return {param.name for param in command.params if param.name} if command else set()
 
 
 def _short_usage(ctx: click.Context) -> str:
