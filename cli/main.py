@@ -35,14 +35,18 @@ if TYPE_CHECKING:
 class CtxpackGroup(click.Group):
     """Turns every error into its exit status and a one-line message, in one place.
 
-    ``lazy_commands`` maps a command's name to ``"module:attribute"``: that module is imported
-    only when the command runs or help lists it (click's "Lazily Loading Subcommands"), or when
-    a config file sets a key that no command loaded already takes (``has_option``). So a command
-    module imports the core's heavier modules inside its functions: they would slow those down.
+    ``lazy_commands`` maps a command's name to ``"module:attribute"`` and the first sentence of
+    its help: that module is imported only when the command runs (click's "Lazily Loading
+    Subcommands"), or when a config file sets a key that no command loaded already takes
+    (``has_option``); ``--help`` lists the command by that sentence. So a command module imports
+    the core it runs on at its top, and the other commands never pay for it.
     """
 
     def __init__(
-        self, *args: Any, lazy_commands: Mapping[str, str] | None = None, **kwargs: Any
+        self,
+        *args: Any,
+        lazy_commands: Mapping[str, tuple[str, str]] | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.lazy_commands = dict(lazy_commands or {})
@@ -59,9 +63,17 @@ class CtxpackGroup(click.Group):
 
     def _loaded(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy_commands and cmd_name not in self.commands:
-            module, attribute = self.lazy_commands[cmd_name].split(":")
+            module, attribute = self.lazy_commands[cmd_name][0].split(":")
             self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
         return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The list of commands in ``--help``: a command not loaded yet by its first sentence."""
+        listed = {
+            name: self.commands.get(name) or click.Command(name, help=self.lazy_commands[name][1])
+            for name in self.list_commands(ctx)
+        }
+        click.Group(commands=listed).format_commands(ctx, formatter)
 
     def has_option(self, ctx: click.Context, option: str) -> bool:
         """Whether some command takes ``option``: the commands loaded already are asked first (a
@@ -161,18 +173,59 @@ Shell completion (add the line to your shell's start-up file):
 @click.group(
     cls=CtxpackGroup,
     lazy_commands={
-        "check": "cli.agents:check",
-        "config": "cli.config:show",
-        "mcp": "cli.mcp:mcp",
-        "replay": "cli.replay:replay",
-        "report": "cli.costs:report",
-        "rescue": "cli.rescue:rescue",
-        "run": "cli.wrap:run",
-        "restore": "cli.restore:restore",
-        "serve": "cli.serve:serve",
-        "setup": "cli.setup:setup",
-        "statusline": "cli.statusline_command:statusline",
-        "sessions": "cli.agents:sessions",
+        "check": (
+            "cli.agents:check",
+            "Check session files (and conversations) for damage; exit 1 if any problem is found.",
+        ),
+        "config": (
+            "cli.config:show",
+            "Print the settings in force and where each comes from: flag > "
+            "CTXPACK_<COMMAND>_<OPTION> > CTXPACK_<OPTION> > ./.ctxpack.toml (or a folder above) > "
+            "the user's config file > default.",
+        ),
+        "mcp": (
+            "cli.mcp:mcp",
+            "An MCP server (stdio) with a recall tool: the original of a marker's handle.",
+        ),
+        "replay": (
+            "cli.replay:replay",
+            "Replay saved sessions request by request and print what each policy would be billed.",
+        ),
+        "report": (
+            "cli.costs:report",
+            "Report the recorded bill of agent sessions, why their cache was written, and what the "
+            "cache-aware policy of ctxpack would have billed.",
+        ),
+        "rescue": (
+            "cli.rescue:rescue",
+            "Repair a session its agent will not open: tool calls without results and results "
+            "without calls, cut parent chains, images over the APIs' limits, oversized records, "
+            "characters that break the agent's reader; then micro and full while over --window.",
+        ),
+        "run": (
+            "cli.wrap:run",
+            "Run AGENT (claude, codex, qwen, copilot) with ctxpack serve in front of it.",
+        ),
+        "restore": (
+            "cli.restore:restore",
+            "Put back the originals of files changed in place, or print, list or prune snapshots.",
+        ),
+        "serve": (
+            "cli.serve:serve",
+            "Compact each request an agent sends its model, on the way: point the agent here.",
+        ),
+        "setup": (
+            "cli.setup:setup",
+            "Make AGENT go through a running ctxpack serve every time, in its own settings.",
+        ),
+        "statusline": (
+            "cli.statusline_command:statusline",
+            "Claude Code's statusLine command: one line from the JSON it passes on standard input.",
+        ),
+        "sessions": (
+            "cli.agents:sessions",
+            "List the agents' sessions on this machine, newest first.",
+        ),
     },
     epilog="\n\n".join([EXAMPLES, _environment(), COMPLETION, TABLE]),
     context_settings={"help_option_names": ["-h", "--help"]},

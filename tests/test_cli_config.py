@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import REPO, run
+from helpers import REPO, lazy_modules_loaded, run
 
 USER = "user.toml"
 
@@ -136,24 +134,8 @@ def test_a_top_level_key_of_another_command_loads_no_command_it_need_not(tmp_pat
     # The README's example on a micro run: threshold is auto's, and auto is loaded with micro, so
     # no other command's module (and the core it imports) is loaded to find it.
     cwd, env = project(tmp_path, "threshold = 20000\nmin_gain = 4000\n", "")
-    code = (
-        "import sys\n"
-        "from cli.main import cli, main\n"
-        "sys.argv = ['ctxpack', 'micro', sys.argv[1]]\n"
-        "lazy = {place.split(':')[0] for place in cli.lazy_commands.values()} - set(sys.modules)\n"
-        "try:\n"
-        "    main()\n"
-        "finally:\n"
-        "    print(sorted(lazy & set(sys.modules)), file=sys.stderr)\n"
-    )
     example = REPO / "examples" / "session.json"
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(example)],
-        capture_output=True,
-        cwd=cwd,
-        env={**env, "PYTHONPATH": str(REPO)},
-        timeout=60,
-    )
+    done = lazy_modules_loaded("micro", str(example), cwd=cwd, env=env)
     assert (done.returncode, done.stderr) == (0, b"[]\n")
     # a key only a lazily loaded command takes is still known
     (tmp_path / USER).write_text("port = 9000\n")
