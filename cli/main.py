@@ -25,6 +25,8 @@ from .exit_codes import (
 from .resolve import environment_help
 
 if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
     from compactor_core.compaction.estimate import Counter
     from compactor_core.settings import Command
 
@@ -69,11 +71,20 @@ class CtxpackGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The list of commands in ``--help``: a command not loaded yet by its first sentence."""
+        self._listing(ctx).format_commands(ctx, formatter)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        """Completing a command's name loads no command's module either."""
+        return self._listing(ctx).shell_complete(ctx, incomplete)
+
+    def _listing(self, ctx: click.Context) -> click.Group:
+        """This group as its lists show it: each command not loaded yet stands in by its name and
+        first sentence."""
         listed = {
             name: self.commands.get(name) or click.Command(name, help=self.lazy_commands[name][1])
             for name in self.list_commands(ctx)
         }
-        click.Group(commands=listed).format_commands(ctx, formatter)
+        return click.Group(self.name, commands=listed, params=self.params)
 
     def has_option(self, ctx: click.Context, option: str) -> bool:
         """Whether some command takes ``option``: the commands loaded already are asked first (a
