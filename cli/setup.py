@@ -17,6 +17,7 @@ import click
 from compactor_core.disk.atomic import atomic_write
 from compactor_core.errors import ConfigError, UsageError
 from compactor_core.serve import pointing
+from compactor_core.serve import setup as changes
 
 from . import io, options
 from .serve import DEFAULT_PORT
@@ -74,8 +75,6 @@ def setup(
     (NAME.before-ctxpack), and --undo puts it back. Start serve yourself, or once for good with
     `ctxpack serve --install`.
     """
-    from compactor_core.serve import setup as changes
-
     home = Path.home()
     if agent == "claude":
         path = pointing.claude_settings_path(os.environ, home)
@@ -125,8 +124,6 @@ def _ctxpack_command() -> str:
 
 def _register(state: Path, yes: bool) -> None:
     """``ctxpack mcp`` among Claude Code's MCP servers (``.claude.json``), asked like the rest."""
-    from compactor_core.serve import setup as changes
-
     old = state.read_bytes() if state.exists() else None
     new = _read_as(state, lambda: changes.claude_mcp(old, _ctxpack_command()))
     if new == old:
@@ -137,8 +134,6 @@ def _register(state: Path, yes: bool) -> None:
 
 
 def _unregister(state: Path) -> None:
-    from compactor_core.serve import setup as changes
-
     if not state.exists():
         return
     old = state.read_bytes()

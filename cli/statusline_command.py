@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from .options import epilog
+from .statusline import main
 
 
 @click.command(
@@ -20,6 +21,4 @@ def statusline() -> None:
     to live), the session's cost from its recorded usage, and what serve saved when it is in front.
     `ctxpack setup claude --statusline` makes it Claude Code's statusLine.
     """
-    from .statusline import main  # here: --help, which loads this module, needs none of the core
-
     main()
