@@ -11,6 +11,7 @@ signal).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import click
+import httpx
 
 from compactor_core.serve.pointing import pointing
 
@@ -183,8 +185,6 @@ def _last_line(path: Path) -> str:
 
 def _stats_line(address: str) -> str | None:
     """What serve did, from its /ctxpack/stats; None when it does not answer at once."""
-    import httpx
-
     try:
         stats = httpx.get(f"{address}/ctxpack/stats", timeout=2).json()
     except (httpx.HTTPError, ValueError):
@@ -198,8 +198,6 @@ def _stats_line(address: str) -> str | None:
 def _die_with_parent() -> None:
     """Serve gets SIGTERM if ctxpack itself is killed (Linux's parent-death signal)."""
     if sys.platform == "linux":
-        import ctypes
-
         PR_SET_PDEATHSIG = 1
         ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
