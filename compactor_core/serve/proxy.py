@@ -33,8 +33,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
-
 from ..conversation.formats import dumps
 from . import limits
 from .compaction import AS_IS, COMPACTED, UNCHANGED, Compactor, RequestReport
@@ -46,6 +44,8 @@ from .usage import UsageReader
 from .wire import Wire, wire_for
 
 if TYPE_CHECKING:
+    import httpx
+
     from ..replay.cache_rules import (
         Usage,  # imported where it is used: importing it imports its CLI's click
     )
@@ -124,6 +124,8 @@ class Proxy:
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        import httpx  # not at the top: httpx imports click, which importing the core never does
+
         self.settings = settings
         self.compactor = compactor
         self.log = log
@@ -219,6 +221,8 @@ class Proxy:
         wire: Wire | None,
         done: _Done,
     ) -> None:
+        import httpx
+
         chunks, whole = body
         encoding = _encoding(scope["headers"])
         if whole:
