@@ -11,6 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from compactor_core.conversation.formats import dumps
+from compactor_core.ends.documents import SessionDocument, open_document
+from compactor_core.errors import InputError
+from compactor_core.session_files.check import check_report
+from compactor_core.session_files.listing import list_sessions
+from compactor_core.session_files.registry import agent_formats
+
 from . import io, options
 from .exit_codes import ExitStatus, combined, for_each_input, in_flag_words
 
@@ -40,7 +47,6 @@ def check(files: tuple[str, ...], format_name: str, as_json: bool) -> None:
     links that loop, shared ids, tool results without their call and calls without their
     result. Notes (exit 0) are the same found where the resume does not look.
     """
-    from compactor_core.conversation.formats import dumps
 
     def check_one(name: str) -> list[ExitStatus]:
         report = check_file(name, format_name)
@@ -57,13 +63,8 @@ def check(files: tuple[str, ...], format_name: str, as_json: bool) -> None:
 
 def check_file(name: str, format_name: str = "auto") -> dict[str, Any]:
     """What ``ctxpack check`` finds in one file (its report, as ``--json`` prints it)."""
-    from compactor_core.ends.documents import SessionDocument, open_document
-    from compactor_core.errors import InputError
-
     with open_document(io.source_of(name), format_name) as document:
         if isinstance(document, SessionDocument):
-            from compactor_core.session_files.check import check_report
-
             return check_report(document.handle, document.format, document.label)
         report: dict[str, Any] = {"file": document.label, "format": "messages"}
         report["bytes"] = len(document.data)
@@ -131,9 +132,6 @@ def sessions(agent: str | None, over: int | None, min_idle: float, as_json: bool
     (~/.local/share, its opencode/opencode.db: each session a row, DB#SESSION). A row: agent,
     id, project, size, estimate, last change, in use, path.
     """
-    from compactor_core.conversation.formats import dumps
-    from compactor_core.session_files.listing import list_sessions
-
     found = list_sessions(agent_homes(agent), time.time(), min_idle)
     if over is not None:
         found = [entry for entry in found if entry.tokens is not None and entry.tokens > over]
@@ -181,8 +179,6 @@ def sessions(agent: str | None, over: int | None, min_idle: float, as_json: bool
 def agent_homes(agent: str | None = None) -> list[tuple[AgentFormat, Path]]:
     """Each agent's format and its home folder, from its variable (else the default under ~);
     only ``agent``'s where one is named."""
-    from compactor_core.session_files.registry import agent_formats
-
     return [
         (each, _home(each.home_variable, each.home_default))
         for each in agent_formats()

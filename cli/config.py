@@ -29,6 +29,7 @@ import click
 
 from compactor_core.errors import ConfigError
 
+from . import io
 from .options import epilog
 
 PROJECT_FILE = ".ctxpack.toml"
@@ -192,11 +193,12 @@ def check(
     command: click.Command,
     files: list[ConfigFile],
     commands: set[str],
-    every_option: Callable[[], set[str]],
+    some_command_has: Callable[[str], bool],
 ) -> None:
     """Refuse what the files set that no option takes: a table no command or provider has; in
-    the command's table, a key it has not; at the top level, a key no command has (``every_option``
-    is asked only then: it loads every command); anywhere, a value its option refuses."""
+    the command's table, a key it has not; at the top level, a key no command has
+    (``some_command_has`` is asked only then: it may load other commands); anywhere, a value its
+    option refuses."""
     for problem in unknown_tables(files, commands):
         raise ConfigError(problem)
     params = {param.name: param for param in command.params if param.name}
@@ -213,7 +215,7 @@ def check(
                 continue
             if name in params:
                 _check_value(params, name, value, f"{file.path}: {key}")
-            elif name not in every_option():
+            elif not some_command_has(name):
                 raise ConfigError(f"{file.path}: unknown setting {key!r}")
 
 
@@ -250,8 +252,6 @@ def show(ctx: click.Context, command_name: str | None) -> None:
     """Print the settings in force and where each comes from: flag > CTXPACK_<COMMAND>_<OPTION>
     > CTXPACK_<OPTION> > ./.ctxpack.toml (or a folder above) > the user's config file > default.
     """
-    from . import io
-
     root = ctx.find_root()
     defaults = root.default_map if isinstance(root.default_map, DefaultMap) else None
     files = defaults.files if defaults is not None else []

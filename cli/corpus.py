@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from compactor_core.batch.engines import estimate_all
 from compactor_core.batch.targets import DEFAULT_GLOBS, Listing, find_targets
 from compactor_core.compaction.corpus_stats import Tally, render
 from compactor_core.conversation.formats import dumps
@@ -32,8 +33,6 @@ def summarize(
     names: Sequence[str], format_name: str, bareagent: bool, as_json: bool, **listing: Any
 ) -> None:
     """Print the corpus statistics (text, or one JSON object with ``--json``)."""
-    from compactor_core.batch.engines import estimate_all
-
     globs = tuple(listing["globs"]) or DEFAULT_GLOBS
     targets = find_targets(Listing(names, listing["recursive"], globs))
     tally, failures = Tally(), []

@@ -12,12 +12,25 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from compactor_core.conversation.formats import dumps
+from compactor_core.disk.atomic import atomic_write
+from compactor_core.report.bill import SessionBill
+from compactor_core.report.collect import SessionPlace, collect, places_in_homes
+from compactor_core.report.groups import add_up, moment
+from compactor_core.report.ledger import Ledger
+from compactor_core.report.plot import render
+from compactor_core.report.prices import bundled, parse
+from compactor_core.settings import Settings
+from compactor_core.snapshots.base import ORIGINAL
+from compactor_core.snapshots.local_store import SnapshotStore
+from compactor_core.snapshots.locations import user_store
+
 from . import io, options
 from .agents import AGENTS, agent_homes
+from .resolve import Resolver
 
 if TYPE_CHECKING:
-    from compactor_core.report.bill import Request, SessionBill
-    from compactor_core.report.collect import SessionPlace
+    from compactor_core.report.bill import Request
     from compactor_core.report.groups import Total
 
 BY = ("day", "week", "month", "session", "project", "agent", "model")  # report.groups.BY (a test)
@@ -82,8 +95,6 @@ def report(paths: tuple[str, ...], **chosen: Any) -> None:
     (tools, system prompt, a skill), thinking dropped, a ctxpack rewrite, a model switch, or
     unexplained. Each file's bill is kept in the state folder until the file changes.
     """
-    from compactor_core.report.groups import add_up
-
     plot = chosen.pop("plot")
     if plot and not plot.lower().endswith((".svg", ".png")):
         raise click.UsageError(f"--plot {plot}: the picture's name must end in .svg or .png")
@@ -105,8 +116,6 @@ def report(paths: tuple[str, ...], **chosen: Any) -> None:
 
 
 def _prices(path: str | None):  # -> PriceTable
-    from compactor_core.report.prices import bundled, parse
-
     table = bundled()
     if path is None:
         return table
@@ -116,12 +125,6 @@ def _prices(path: str | None):  # -> PriceTable
 
 def _bills(paths: tuple[str, ...], chosen: dict[str, Any]) -> Iterator[SessionBill]:
     """Each session's bill as it is read (or taken from the kept ones), one at a time."""
-    from compactor_core.report.bill import SessionBill
-    from compactor_core.report.collect import collect
-    from compactor_core.report.ledger import Ledger
-    from compactor_core.settings import Settings
-    from compactor_core.snapshots.locations import user_store
-
     places = list(_places(paths, chosen["agent"]))
     state = user_store(os.environ.get("XDG_STATE_HOME"), os.environ.get("HOME")) / "report"
     settings = Settings(threshold=chosen["threshold"])
@@ -136,8 +139,6 @@ def _bills(paths: tuple[str, ...], chosen: dict[str, Any]) -> Iterator[SessionBi
 
 
 def _places(paths: tuple[str, ...], agent: str | None) -> Iterator[SessionPlace]:
-    from compactor_core.report.collect import SessionPlace, places_in_homes
-
     if not paths:
         yield from places_in_homes(agent_homes(agent))
         return
@@ -150,11 +151,6 @@ def _places(paths: tuple[str, ...], agent: str | None) -> Iterator[SessionPlace]
 
 def _rewrites() -> Callable[[Path], list[float]]:
     """When ctxpack rewrote each file: its snapshots of the file's originals."""
-    from compactor_core.snapshots.base import ORIGINAL
-    from compactor_core.snapshots.local_store import SnapshotStore
-
-    from .resolve import Resolver
-
     times: dict[str, list[float]] = {}
     try:
         store = SnapshotStore(Path(Resolver({}, os.environ).snapshot_dir()))
@@ -194,8 +190,6 @@ def _size(path: Path) -> int:
 
 
 def _filter(chosen: dict[str, Any], zone: Any) -> Callable[[Request, SessionBill], bool]:
-    from compactor_core.report.groups import moment
-
     since: date | None = chosen["since"].date() if chosen["since"] else None
     until: date | None = chosen["until"].date() if chosen["until"] else None
     agent, project = chosen["agent"], chosen["project"]
@@ -212,8 +206,6 @@ def _filter(chosen: dict[str, Any], zone: Any) -> Callable[[Request, SessionBill
 
 
 def _write_json(total: Total, groups: list[Total], by: str, as_of: str) -> None:
-    from compactor_core.conversation.formats import dumps
-
     document = {
         "by": by,
         "prices_as_of": as_of,
@@ -300,8 +292,5 @@ def _misses(bills: list[SessionBill], keep: Callable[[Request, SessionBill], boo
 
 
 def _draw(bills, prices, zone, keep, path: str) -> None:
-    from compactor_core.disk.atomic import atomic_write
-    from compactor_core.report.plot import render
-
     image_format = path.rpartition(".")[2].lower()
     atomic_write(Path(path), render(bills, prices, zone, keep, image_format))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Iterable
 from io import UnsupportedOperation
@@ -102,8 +103,6 @@ def one_pass() -> None:
     and again while the estimate or micro compaction makes its small lists (15–30% of their time
     on a 55 MB conversation). A parsed conversation holds no reference cycles; memory is freed by
     reference counting, and the rest when the process ends."""
-    import gc
-
     gc.disable()
 
 

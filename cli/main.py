@@ -22,8 +22,11 @@ from .exit_codes import (
     status_for,
     warn,
 )
+from .resolve import environment_help
 
 if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
     from compactor_core.compaction.estimate import Counter
     from compactor_core.settings import Command
 
@@ -34,12 +37,18 @@ if TYPE_CHECKING:
 class CtxpackGroup(click.Group):
     """Turns every error into its exit status and a one-line message, in one place.
 
-    ``lazy_commands`` maps a command's name to ``"module:attribute"``: that module is imported
-    only when the command runs or help lists it (click's "Lazily Loading Subcommands").
+    ``lazy_commands`` maps a command's name to ``"module:attribute"`` and the first sentence of
+    its help: that module is imported only when the command runs (click's "Lazily Loading
+    Subcommands"), or when a config file sets a key that no command loaded already takes
+    (``has_option``); ``--help`` lists the command by that sentence. So a command module imports
+    the core it runs on at its top, and the other commands never pay for it.
     """
 
     def __init__(
-        self, *args: Any, lazy_commands: Mapping[str, str] | None = None, **kwargs: Any
+        self,
+        *args: Any,
+        lazy_commands: Mapping[str, tuple[str, str]] | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.lazy_commands = dict(lazy_commands or {})
@@ -51,19 +60,38 @@ class CtxpackGroup(click.Group):
         command = self._loaded(ctx, cmd_name)
         if command is not None and isinstance(ctx.default_map, config.DefaultMap):
             files, names = ctx.default_map.files, set(self.list_commands(ctx))
-            config.check(command, files, names, lambda: self.every_option(ctx))
+            config.check(command, files, names, lambda name: self.has_option(ctx, name))
         return command
 
     def _loaded(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy_commands and cmd_name not in self.commands:
-            module, attribute = self.lazy_commands[cmd_name].split(":")
+            module, attribute = self.lazy_commands[cmd_name][0].split(":")
             self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
         return super().get_command(ctx, cmd_name)
 
-    def every_option(self, ctx: click.Context) -> set[str]:
-        """The name of every option of every command (each command is loaded)."""
-        commands = [self._loaded(ctx, name) for name in self.list_commands(ctx)]
-        return {param.name for each in commands if each for param in each.params if param.name}
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The list of commands in ``--help``: a command not loaded yet by its first sentence."""
+        self._listing(ctx).format_commands(ctx, formatter)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        """Completing a command's name loads no command's module either."""
+        return self._listing(ctx).shell_complete(ctx, incomplete)
+
+    def _listing(self, ctx: click.Context) -> click.Group:
+        """This group as its lists show it: each command not loaded yet stands in by its name and
+        first sentence."""
+        listed = {
+            name: self.commands.get(name) or click.Command(name, help=self.lazy_commands[name][1])
+            for name in self.list_commands(ctx)
+        }
+        return click.Group(self.name, commands=listed, params=self.params)
+
+    def has_option(self, ctx: click.Context, option: str) -> bool:
+        """Whether some command takes ``option``: the commands loaded already are asked first (a
+        file's common keys are micro's, full's and auto's), another command's module is loaded
+        only while none has it."""
+        names = sorted(self.list_commands(ctx), key=lambda name: name not in self.commands)
+        return any(option in _option_names(self._loaded(ctx, name)) for name in names)
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         # every option from the config files and the environment (cli/config.py)
@@ -105,6 +133,10 @@ class CtxpackGroup(click.Group):
             ctx.exit(ExitStatus.INTERRUPTED)
 
 
+def _option_names(command: click.Command | None) -> set[str]:
+    return {param.name for param in command.params if param.name} if command else set()
+
+
 def _short_usage(ctx: click.Context) -> str:
     """The usage line and the command list: what a bare ``ctxpack`` prints."""
     formatter = ctx.make_formatter()
@@ -133,8 +165,6 @@ Examples:
 
 
 def _environment() -> str:
-    from .resolve import environment_help
-
     rows = "\n".join(
         f"  {variable:<24} {meaning}".rstrip() for variable, meaning in environment_help()
     )
@@ -154,18 +184,59 @@ Shell completion (add the line to your shell's start-up file):
 @click.group(
     cls=CtxpackGroup,
     lazy_commands={
-        "check": "cli.agents:check",
-        "config": "cli.config:show",
-        "mcp": "cli.mcp:mcp",
-        "replay": "cli.replay:replay",
-        "report": "cli.costs:report",
-        "rescue": "cli.rescue:rescue",
-        "run": "cli.wrap:run",
-        "restore": "cli.restore:restore",
-        "serve": "cli.serve:serve",
-        "setup": "cli.setup:setup",
-        "statusline": "cli.statusline_command:statusline",
-        "sessions": "cli.agents:sessions",
+        "check": (
+            "cli.agents:check",
+            "Check session files (and conversations) for damage; exit 1 if any problem is found.",
+        ),
+        "config": (
+            "cli.config:show",
+            "Print the settings in force and where each comes from: flag > "
+            "CTXPACK_<COMMAND>_<OPTION> > CTXPACK_<OPTION> > ./.ctxpack.toml (or a folder above) > "
+            "the user's config file > default.",
+        ),
+        "mcp": (
+            "cli.mcp:mcp",
+            "An MCP server (stdio) with a recall tool: the original of a marker's handle.",
+        ),
+        "replay": (
+            "cli.replay:replay",
+            "Replay saved sessions request by request and print what each policy would be billed.",
+        ),
+        "report": (
+            "cli.costs:report",
+            "Report the recorded bill of agent sessions, why their cache was written, and what the "
+            "cache-aware policy of ctxpack would have billed.",
+        ),
+        "rescue": (
+            "cli.rescue:rescue",
+            "Repair a session its agent will not open: tool calls without results and results "
+            "without calls, cut parent chains, images over the APIs' limits, oversized records, "
+            "characters that break the agent's reader; then micro and full while over --window.",
+        ),
+        "run": (
+            "cli.wrap:run",
+            "Run AGENT (claude, codex, qwen, copilot) with ctxpack serve in front of it.",
+        ),
+        "restore": (
+            "cli.restore:restore",
+            "Put back the originals of files changed in place, or print, list or prune snapshots.",
+        ),
+        "serve": (
+            "cli.serve:serve",
+            "Compact each request an agent sends its model, on the way: point the agent here.",
+        ),
+        "setup": (
+            "cli.setup:setup",
+            "Make AGENT go through a running ctxpack serve every time, in its own settings.",
+        ),
+        "statusline": (
+            "cli.statusline_command:statusline",
+            "Claude Code's statusLine command: one line from the JSON it passes on standard input.",
+        ),
+        "sessions": (
+            "cli.agents:sessions",
+            "List the agents' sessions on this machine, newest first.",
+        ),
     },
     epilog="\n\n".join([EXAMPLES, _environment(), COMPLETION, TABLE]),
     context_settings={"help_option_names": ["-h", "--help"]},

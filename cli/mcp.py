@@ -12,9 +12,11 @@ from typing import Any
 
 import click
 
+from compactor_core.ends.documents import open_document
 from compactor_core.errors import ConfigError
 
-from . import options
+from . import io, options
+from .run import originals_store
 
 INSTRUCTIONS = (
     "ctxpack replaces old tool results in this conversation with markers such as "
@@ -45,8 +47,6 @@ def _server() -> Any:
         from mcp.server.mcpserver import MCPServer
     except ImportError:
         raise ConfigError("ctxpack mcp needs the mcp extra: pip install 'ctxpack[mcp]'") from None
-    from .run import originals_store
-
     store = originals_store()
     server = MCPServer("ctxpack", instructions=INSTRUCTIONS)
 
@@ -71,9 +71,5 @@ def _server() -> Any:
 
 
 def _estimate(path: str) -> dict[str, Any]:
-    from compactor_core.ends.documents import open_document
-
-    from . import io
-
     with open_document(io.source_of(path), "auto") as document:
         return {"tokens": document.tokens(), **document.breakdown()}

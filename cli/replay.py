@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from compactor_core import defaults
+from compactor_core.conversation.formats import dumps
+from compactor_core.disk.atomic import atomic_write
+from compactor_core.ends.documents import open_document
+from compactor_core.replay import recordings
+from compactor_core.replay.plot import render as render_plot
+from compactor_core.replay.pricing import DEFAULT_PROFILE, pricing
+from compactor_core.replay.report import as_json as figures_json
+from compactor_core.replay.report import figures, table
+from compactor_core.replay.report import render as render_report
+from compactor_core.replay.run import replay as replay_recording
+from compactor_core.settings import Settings
 
 from . import io, options
 from .exit_codes import combined, for_each_input
 
 if TYPE_CHECKING:
     from compactor_core.replay.run import Replay
-    from compactor_core.settings import Settings
 
 PROFILES = (
     "anthropic-5m",
@@ -109,16 +120,12 @@ def replay(files: tuple[str, ...], **chosen: Any) -> None:
 
     failures = for_each_input(files, replay_one)
     if len(done) > 1 and not as_json:
-        from compactor_core.replay.report import figures, table
-
         io.write_stdout(f"total of {len(done)} files\n{table(figures(done))}\n".encode())
     if failures:
         sys.exit(combined(failures))
 
 
 def _settings(chosen: dict[str, Any]) -> Settings:
-    from compactor_core.settings import Settings
-
     return Settings(
         keep_recent=chosen["keep_recent"],
         exclude_tools=tuple(chosen["exclude_tools"]),
@@ -133,11 +140,6 @@ def _settings(chosen: dict[str, Any]) -> Settings:
 
 def _replay_file(name: str, format_name: str, settings: Settings, prices: dict[str, Any]) -> Replay:
     """The file replayed at the prices chosen, on the file's own profile where none was."""
-    from compactor_core.ends.documents import open_document
-    from compactor_core.replay import recordings
-    from compactor_core.replay.pricing import DEFAULT_PROFILE, pricing
-    from compactor_core.replay.run import replay as replay_recording
-
     with open_document(io.source_of(name), format_name) as document:
         recording = recordings.of(document)
     profile = prices["profile"] or recording.profile or DEFAULT_PROFILE
@@ -146,20 +148,11 @@ def _replay_file(name: str, format_name: str, settings: Settings, prices: dict[s
 
 
 def _report(result: Replay, label: str, as_json: bool) -> None:
-    from compactor_core.conversation.formats import dumps
-    from compactor_core.replay.report import as_json as figures_json
-    from compactor_core.replay.report import render
-
     if as_json:
         io.write_stdout(dumps(figures_json(result, label)) + b"\n")
     else:
-        io.write_stdout(render(result, label).encode())
+        io.write_stdout(render_report(result, label).encode())
 
 
 def _draw(result: Replay, label: str, path: str, image_format: str) -> None:
-    from pathlib import Path
-
-    from compactor_core.disk.atomic import atomic_write
-    from compactor_core.replay.plot import render
-
-    atomic_write(Path(path), render(result, label, image_format))
+    atomic_write(Path(path), render_plot(result, label, image_format))

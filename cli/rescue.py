@@ -13,8 +13,10 @@ from typing import Any
 import click
 
 from compactor_core import defaults
+from compactor_core.settings import RunSettings
 
 from . import options, resolve
+from .run import Output, compact_inputs, run_settings
 
 
 @click.command(
@@ -51,10 +53,6 @@ def rescue(files: tuple[str, ...], window: int, **given: Any) -> None:
     In place, the original kept as a snapshot (ctxpack restore FILE undoes it). Each repair is
     one line on stderr; exit 1 if something could not be repaired.
     """
-    from compactor_core.settings import RunSettings
-
-    from .run import Output, compact_inputs, run_settings
-
     given |= {
         "threshold": window,
         "policy": defaults.EVERY_TURN,

@@ -2,23 +2,44 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from compactor_core.errors import CtxpackError
+from compactor_core.conversation.formats import dumps, parse
+from compactor_core.disk.database_names import is_database_file, session_name
+from compactor_core.ends.sources import local_file
+from compactor_core.errors import CtxpackError, UsageError
+from compactor_core.session_files.database import kept_sessions, restore_session
+from compactor_core.session_files.registry import agent_formats, database_of
+from compactor_core.settings import RunSettings
+from compactor_core.snapshots.base import ORIGINAL, RESULT
+from compactor_core.snapshots.finding import (
+    Choice,
+    choose,
+    older_of_its_kind,
+    parse_age,
+    search,
+    session_snapshots,
+    snapshot_of_file,
+    to_prune,
+)
+from compactor_core.snapshots.local_store import SnapshotStore
+from compactor_core.snapshots.locations import legacy_folders
+from compactor_core.snapshots.putting_back import newest, restore_file
 
 from . import io, options
 from .exit_codes import ExitStatus, combined, error_line, status_for
+from .resolve import Resolver
 
 if TYPE_CHECKING:
-    from compactor_core.settings import RunSettings
     from compactor_core.snapshots.base import Snapshot
-    from compactor_core.snapshots.finding import Choice, Found
-    from compactor_core.snapshots.local_store import SnapshotStore
+    from compactor_core.snapshots.finding import Found
     from compactor_core.snapshots.putting_back import Restored
 
 # Shapes ``restore --session-id`` prints as a JSON array of messages; an agent's session file
@@ -98,12 +119,6 @@ def restore(
     Snapshots are looked for in --snapshot-dir (default ~/.local/state/ctxpack) and in the
     .transcripts folders older versions wrote: the working folder's and the file's own.
     """
-    from datetime import UTC, datetime
-
-    from compactor_core.settings import RunSettings
-    from compactor_core.snapshots.base import ORIGINAL, RESULT
-    from compactor_core.snapshots.finding import Choice
-
     choice = Choice(RESULT if result else ORIGINAL, nth, at)
     action = _action(files, session_id, list_snapshots, prune)
     _check(action, result, nth, at, as_json, keep, older_than, dry_run, pretty, force or keep_new)
@@ -122,13 +137,6 @@ def restore(
 
 def _stores(flag: str | None, files: tuple[str, ...] = ()) -> list[SnapshotStore]:
     """The store in use (first), then the ``.transcripts`` of older versions, each once."""
-    import os
-
-    from compactor_core.snapshots.local_store import SnapshotStore
-    from compactor_core.snapshots.locations import legacy_folders
-
-    from .resolve import Resolver
-
     primary = Path(Resolver({"snapshot_dir": flag}, os.environ).snapshot_dir())
     seen = {os.path.realpath(primary)}
     stores = [SnapshotStore(primary)]
@@ -193,9 +201,6 @@ def _restore_files(
     dry_run: bool,
     keep_new: bool = False,
 ) -> None:
-    from compactor_core.snapshots.finding import older_of_its_kind, search, snapshot_of_file
-    from compactor_core.snapshots.putting_back import newest, restore_file
-
     failures: list[ExitStatus] = []
     for name in files:
         if _database(name):  # its sessions' rows are put back, not a file
@@ -261,9 +266,6 @@ def _say_older(name: str, older: int, choice: Choice) -> None:
 
 
 def _database(name: str) -> bool:
-    from compactor_core.disk.database_names import is_database_file
-    from compactor_core.ends.sources import local_file
-
     return is_database_file(local_file(name).path)
 
 
@@ -271,11 +273,6 @@ def _restore_sessions(
     store: SnapshotStore, name: str, choice: Choice, dry_run: bool
 ) -> list[ExitStatus]:
     """``restore DB#SESSION``: that session put back; ``restore DB``: each session kept."""
-    from compactor_core.disk.database_names import session_name
-    from compactor_core.errors import UsageError
-    from compactor_core.session_files.database import kept_sessions, restore_session
-    from compactor_core.session_files.registry import database_of
-
     failures: list[ExitStatus] = []
     try:
         found = database_of(name)
@@ -304,8 +301,6 @@ def _restore_sessions(
 
 def _tell_the_agent(path: Path, format_name: str) -> None:
     """Let an agent's format keep its own index of the session right (``after_replace``)."""
-    from compactor_core.session_files.registry import agent_formats
-
     for agent_format in agent_formats():
         if agent_format.name != format_name:
             continue
@@ -319,9 +314,6 @@ def _when(snapshot: Snapshot) -> str:
 
 
 def _print(stores: list[SnapshotStore], session_id: str, choice: Choice, pretty: bool) -> None:
-    from compactor_core.conversation.formats import dumps, parse
-    from compactor_core.snapshots.finding import choose, session_snapshots
-
     snapshot = choose(session_snapshots(stores, session_id), choice, f"session {session_id!r}")
     data = snapshot.read()
     if snapshot.shape in _MESSAGE_SHAPES:
@@ -330,9 +322,6 @@ def _print(stores: list[SnapshotStore], session_id: str, choice: Choice, pretty:
 
 
 def _list(stores: list[SnapshotStore], session_id: str | None, as_json: bool) -> None:
-    from compactor_core.conversation.formats import dumps
-    from compactor_core.snapshots.finding import search
-
     found = search(stores, lambda store: store.select(session_id))
     _warn_unusable(found)
     snapshots = found.snapshots
@@ -364,10 +353,6 @@ def _prune(
     older_than: str | None,
     dry_run: bool,
 ) -> None:
-    from datetime import datetime
-
-    from compactor_core.snapshots.finding import parse_age, search, to_prune
-
     age = parse_age(older_than) if older_than is not None else None
     found = search(stores, lambda store: store.select(session_id))
     _warn_unusable(found)

@@ -21,6 +21,7 @@ import click
 
 from compactor_core import defaults
 from compactor_core.compaction.outcome import Report
+from compactor_core.conversation.formats import dumps
 from compactor_core.ends.destinations import Destination, ToFile, ToObject, ToStream
 from compactor_core.ends.urls import is_url
 from compactor_core.process import Target, process
@@ -266,8 +267,6 @@ def _report(
         stopped = " (stopped: the rest not started)" if listed and stop.is_set() else ""
         io.warn(report.summary_line(done, total, out.dry_run) + stopped)
     if out.json_report:
-        from compactor_core.conversation.formats import dumps
-
         io.write_stdout(dumps(report.json_report(done, total, out.dry_run)) + b"\n")
     _exit_for(failures)
 

@@ -7,6 +7,8 @@ can print the port it got as its first line on stdout before any request comes.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import os
 import signal
 import socket
@@ -16,14 +18,25 @@ from urllib.parse import urlsplit
 
 import click
 
+from compactor_core.disk.private_dir import PrivateDir
+from compactor_core.errors import ConfigError
+from compactor_core.providers.base import check_ready
+from compactor_core.providers.registry import build_provider
 from compactor_core.serve import limits
+from compactor_core.serve.compaction import Compactor
+from compactor_core.serve.connections import guarded_protocol
+from compactor_core.serve.guard import local_hosts
+from compactor_core.serve.proxy import Proxy, ProxySettings
+from compactor_core.serve.summaries import KeptSummarizer, SummaryStore
+from compactor_core.snapshots.locations import user_store
 
 from . import io, options, resolve
 from .exit_codes import in_flag_words
+from .run import originals_store
+from .service import install_service
 
 if TYPE_CHECKING:
     from compactor_core.providers.catalog import ProviderSettings
-    from compactor_core.serve.summaries import KeptSummarizer
 
 DEFAULT_PORT = 8765
 
@@ -147,15 +160,9 @@ def serve(
     and key; the reply streams back unchanged. Everything else passes through untouched. One
     line per request on stderr; figures at /ctxpack/stats. Needs ctxpack[serve].
     """
-    from compactor_core.serve.compaction import Compactor
-    from compactor_core.serve.guard import local_hosts
-    from compactor_core.serve.proxy import Proxy, ProxySettings
-
     upstream = _checked_upstream(upstream)
     _check_host(host, allow_remote)
     if install:
-        from .service import install_service
-
         return install_service([a for a in options.raw_args() if a != "--install"])
     uvicorn = _uvicorn()
     resolver = resolve.resolver(given)
@@ -172,8 +179,6 @@ def serve(
         body_timeout=client_timeout,
         hosts=None if allow_remote else local_hosts(listening.getsockname()[1], host),
     )
-    from .run import originals_store
-
     compactor = Compactor(settings, summarizer, originals=originals_store())
     app = Proxy(limits, compactor, _log, summarizer)
     io.write_stdout(f"{address}\n".encode())
@@ -182,8 +187,6 @@ def serve(
 
 
 def _uvicorn() -> Any:
-    from compactor_core.errors import ConfigError
-
     try:
         import uvicorn
     except ImportError:
@@ -198,10 +201,6 @@ def _run(
 ) -> None:
     """Serve until SIGTERM (or Ctrl-C): uvicorn then stops listening and lets the requests in
     flight finish, for ``shutdown_timeout`` seconds at most."""
-    import logging
-
-    from compactor_core.serve.connections import guarded_protocol
-
     config = uvicorn.Config(
         app,
         http=guarded_protocol(client_timeout),
@@ -253,8 +252,6 @@ def _not_through_itself(
     """The summary provider, never pointed at serve itself: its base URL defaults to
     ANTHROPIC_BASE_URL / OPENAI_BASE_URL, which point the agent here, and a summary asked of
     serve would wait for itself. The upstream answers instead, and the log says so."""
-    import dataclasses
-
     if not provider.is_network or not _same_place(provider.base_url, address):
         return provider
     io.warn(f"summaries: {provider.base_url} is serve itself; asking the upstream {upstream}")
@@ -274,9 +271,6 @@ def _state_folder() -> Path:
     """The user's state folder (a relative XDG_STATE_HOME is ignored, as the snapshot store
     ignores it), checked as the snapshot store checks its own: the summaries kept there are
     sent to the model."""
-    from compactor_core.disk.private_dir import PrivateDir
-    from compactor_core.snapshots.locations import user_store
-
     folder = user_store(os.environ.get("XDG_STATE_HOME"), os.environ.get("HOME"))
     opened = PrivateDir.open(folder, create=True, label=str(folder))  # UnsafeLocation: 77
     if opened is not None:
@@ -289,10 +283,6 @@ def _summarizer(provider: ProviderSettings, state_folder: Path) -> KeptSummarize
     restart); the built-in one's in memory only (it writes the same words anyway, but a proxy
     sent the same prefix again and again need not compose them again: a 1 MB history's summary
     takes some 60 ms)."""
-    from compactor_core.providers.base import check_ready
-    from compactor_core.providers.registry import build_provider
-    from compactor_core.serve.summaries import KeptSummarizer, SummaryStore
-
     if provider.name == "extractive":
         return KeptSummarizer(build_provider(provider), SummaryStore(None), "extractive")
     built = build_provider(provider)
@@ -302,8 +292,6 @@ def _summarizer(provider: ProviderSettings, state_folder: Path) -> KeptSummarize
 
 
 def _listen(host: str, port: int) -> socket.socket:
-    from compactor_core.errors import ConfigError
-
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
         return socket.create_server((host, port), family=family, backlog=2048)

@@ -6,14 +6,14 @@ import os
 import sys
 from pathlib import Path
 
+from compactor_core.disk.atomic import atomic_write
+from compactor_core.serve import service
+
 from . import io
 
 
 def install_service(serve_args: list[str]) -> None:
     """Write the user's service running ``ctxpack serve SERVE_ARGS`` and say how to start it."""
-    from compactor_core.disk.atomic import atomic_write
-    from compactor_core.serve import service
-
     command = [*ctxpack_command(), "serve", *serve_args]
     home = Path.home()
     if sys.platform == "darwin":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import os
 import shlex
 import shutil
@@ -13,7 +14,10 @@ from typing import TypeVar
 
 import click
 
+from compactor_core.disk.atomic import atomic_write
 from compactor_core.errors import ConfigError, UsageError
+from compactor_core.serve import pointing
+from compactor_core.serve import setup as changes
 
 from . import io, options
 from .serve import DEFAULT_PORT
@@ -71,9 +75,6 @@ def setup(
     (NAME.before-ctxpack), and --undo puts it back. Start serve yourself, or once for good with
     `ctxpack serve --install`.
     """
-    from compactor_core.serve import pointing
-    from compactor_core.serve import setup as changes
-
     home = Path.home()
     if agent == "claude":
         path = pointing.claude_settings_path(os.environ, home)
@@ -103,8 +104,6 @@ def setup(
     io.write_stdout(_diff(path, old, new).encode())
     if dry_run or not _confirmed(yes):
         return
-    from compactor_core.disk.atomic import atomic_write
-
     path.parent.mkdir(parents=True, exist_ok=True)
     changes.keep_original(path)
     atomic_write(path, new, new_file_mode=0o600)
@@ -115,8 +114,6 @@ def setup(
 
 
 def _has_mcp() -> bool:
-    import importlib.util
-
     return importlib.util.find_spec("mcp") is not None
 
 
@@ -127,9 +124,6 @@ def _ctxpack_command() -> str:
 
 def _register(state: Path, yes: bool) -> None:
     """``ctxpack mcp`` among Claude Code's MCP servers (``.claude.json``), asked like the rest."""
-    from compactor_core.disk.atomic import atomic_write
-    from compactor_core.serve import setup as changes
-
     old = state.read_bytes() if state.exists() else None
     new = _read_as(state, lambda: changes.claude_mcp(old, _ctxpack_command()))
     if new == old:
@@ -140,9 +134,6 @@ def _register(state: Path, yes: bool) -> None:
 
 
 def _unregister(state: Path) -> None:
-    from compactor_core.disk.atomic import atomic_write
-    from compactor_core.serve import setup as changes
-
     if not state.exists():
         return
     old = state.read_bytes()

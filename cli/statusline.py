@@ -19,15 +19,15 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from compactor_core.report.statusline import render, saved_share, status
+from compactor_core.snapshots.locations import user_store
+
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 ASK_SERVE_FOR = 0.2  # seconds: serve on this machine answers at once, or not at all
 
 
 def line(given: bytes, environ: Mapping[str, str], now: float) -> str:
     """The statusline for what Claude Code passed on standard input."""
-    from compactor_core.report.statusline import render, saved_share, status
-    from compactor_core.snapshots.locations import user_store
-
     try:
         data: Any = orjson.loads(given) if given.strip() else {}
     except orjson.JSONDecodeError:

@@ -11,6 +11,7 @@ signal).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -19,6 +20,9 @@ from pathlib import Path
 from typing import IO, Any
 
 import click
+import httpx
+
+from compactor_core.serve.pointing import pointing
 
 from . import io, options, resolve
 from .serve import proxy_options
@@ -59,8 +63,6 @@ def run(upstream: str | None, agent: str, agent_args: tuple[str, ...], **given: 
     Copilot CLI: COPILOT_PROVIDER_BASE_URL). Exits as the agent exits; serve is stopped then.
     Serve's log: run.log in the state folder (~/.local/state/ctxpack).
     """
-    from compactor_core.serve.pointing import pointing
-
     route = pointing(agent, os.environ, Path.home())
     raw = options.raw_args()
     serve_options = raw[: len(raw) - 1 - len(agent_args)]
@@ -183,8 +185,6 @@ def _last_line(path: Path) -> str:
 
 def _stats_line(address: str) -> str | None:
     """What serve did, from its /ctxpack/stats; None when it does not answer at once."""
-    import httpx
-
     try:
         stats = httpx.get(f"{address}/ctxpack/stats", timeout=2).json()
     except (httpx.HTTPError, ValueError):
@@ -198,8 +198,6 @@ def _stats_line(address: str) -> str | None:
 def _die_with_parent() -> None:
     """Serve gets SIGTERM if ctxpack itself is killed (Linux's parent-death signal)."""
     if sys.platform == "linux":
-        import ctypes
-
         PR_SET_PDEATHSIG = 1
         ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 

@@ -18,11 +18,13 @@ from .compaction.outcome import Outcome, Report
 from .compaction.pipeline import failure, run
 from .conversation.formats import Conversation, Message
 from .ends.destinations import InPlace, ToFile
+from .ends.object_store import snapshot_store
 from .ends.sources import LocalFile
 from .process import Target, process
 from .providers.base import Summarizer
 from .settings import Command, RunSettings, Settings
 from .snapshots.base import DEFAULT_SESSION, Snapshots
+from .snapshots.locations import user_store
 
 USER_STORE: Any = object()  # compact_file's default: the per-user store (locations.user_store)
 
@@ -86,12 +88,8 @@ def compact_file(
     """
     store = snapshots
     if snapshots is USER_STORE:
-        from .snapshots.locations import user_store
-
         snapshots = user_store()
     if isinstance(snapshots, str | Path):
-        from .ends.object_store import snapshot_store
-
         store = snapshot_store(str(snapshots))
     run_settings = RunSettings(
         command,

@@ -241,3 +241,31 @@ def jsonl(messages: Any) -> Any:
     from compactor_core.conversation.formats import Conversation
 
     return Conversation(list(messages), "jsonl")
+
+
+# Run `ctxpack ARGS` and print, last on stderr, which lazily loaded commands' modules it imported.
+_LAZY_LOADED = """\
+import sys
+from cli.main import cli, main
+lazy = {place.split(":")[0] for place, _ in cli.lazy_commands.values()} - set(sys.modules)
+sys.argv = ["ctxpack", *sys.argv[1:]]
+try:
+    main()
+finally:
+    print(sorted(lazy & set(sys.modules)), file=sys.stderr)
+"""
+
+
+def lazy_modules_loaded(
+    *args: str, cwd: Path = REPO, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """``ctxpack ARGS`` in a process whose stderr ends with the command modules it loaded, of
+    those ``cli/main.py`` loads only when needed."""
+    environment = {**(os.environ if env is None else env), "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-c", _LAZY_LOADED, *args],
+        capture_output=True,
+        cwd=cwd,
+        env=environment,
+        timeout=60,
+    )

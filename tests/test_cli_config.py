@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import REPO, run
+from helpers import REPO, lazy_modules_loaded, run
 
 USER = "user.toml"
 
@@ -128,3 +128,15 @@ def test_a_bad_setting_is_one_line_naming_the_file_and_the_key(
     assert done.returncode == 78
     where = tmp_path / "project" / ".ctxpack.toml"
     assert done.stderr.decode() == f"ctxpack: {said.format(project=where)}\n"
+
+
+def test_a_top_level_key_of_another_command_loads_no_command_it_need_not(tmp_path: Path) -> None:
+    # The README's example on a micro run: threshold is auto's, and auto is loaded with micro, so
+    # no other command's module (and the core it imports) is loaded to find it.
+    cwd, env = project(tmp_path, "threshold = 20000\nmin_gain = 4000\n", "")
+    example = REPO / "examples" / "session.json"
+    done = lazy_modules_loaded("micro", str(example), cwd=cwd, env=env)
+    assert (done.returncode, done.stderr) == (0, b"[]\n")
+    # a key only a lazily loaded command takes is still known
+    (tmp_path / USER).write_text("port = 9000\n")
+    assert run("micro", example, cwd=cwd, env=env).returncode == 0

@@ -3,6 +3,7 @@ a short usage for a bare ``ctxpack``, and shell completion through click."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import shlex
@@ -11,7 +12,7 @@ import subprocess
 import click
 import pytest
 from click.testing import CliRunner
-from helpers import CTXPACK, REPO, run
+from helpers import CTXPACK, REPO, lazy_modules_loaded, run
 
 from cli.exit_codes import TABLE, ExitStatus
 from cli.main import cli
@@ -211,3 +212,15 @@ def test_bash_completes_commands_options_and_choices() -> None:
     assert complete_in_bash("ctxpack", "auto", "--la") == ["--lang"]
     assert complete_in_bash("ctxpack", "full", "--lang", "") == ["auto", "zh", "en"]
     assert "--max-concurrency" not in complete_in_bash("ctxpack", "micro", "--")
+
+
+def test_help_lists_a_lazy_command_by_its_own_first_sentence_without_loading_it() -> None:
+    # the sentence main.py keeps for --help is the one the command's help starts with
+    for name, (place, sentence) in cli.lazy_commands.items():
+        module, attribute = place.split(":")
+        command = getattr(importlib.import_module(module), attribute)
+        listed = click.Command(name, help=sentence).get_short_help_str(limit=10_000)
+        assert listed == command.get_short_help_str(limit=10_000), name
+    done = lazy_modules_loaded("--help")
+    assert (done.returncode, done.stderr) == (0, b"[]\n")
+    assert b"  rescue      Repair a session its agent will not open" in done.stdout

@@ -22,6 +22,7 @@ the user is waiting on, and the calls its results answer), else the last reply. 
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -211,6 +212,4 @@ def _same_message(infos: RecordTable, previous: int, index: int) -> bool:
 
 
 def _uuid4() -> str:
-    import uuid
-
     return str(uuid.uuid4())

@@ -23,6 +23,7 @@ copies of the pending turn's events (new ids, chained after it).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from ..session_files.base import (
     SessionFile,
     ViewMessage,
 )
+from ..session_files.records import first_record
 from ..session_files.ui_copies import shrink_strings
 from ..session_files.usage import calls_of, token_count
 
@@ -266,8 +268,6 @@ def _snapshot_messages(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _cwd_of(path: Path) -> str | None:
-    from ..session_files.records import first_record
-
     start = first_record(path)
     context = _data(start).get("context")
     cwd = context.get("cwd") if isinstance(context, dict) else None
@@ -275,8 +275,6 @@ def _cwd_of(path: Path) -> str | None:
 
 
 def _uuid4() -> str:
-    import uuid
-
     return str(uuid.uuid4())
 
 

@@ -23,6 +23,7 @@ pending turn's messages as they are) and ``lastUpdated``.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -386,6 +387,4 @@ def _pending_messages(compaction: Compaction) -> list[Any]:
 
 
 def _uuid4() -> str:
-    import uuid
-
     return str(uuid.uuid4())

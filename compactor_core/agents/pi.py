@@ -20,6 +20,7 @@ therefore stays where it is and is sent after the summary).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -296,7 +297,6 @@ def _is_compaction(infos: Sequence[RecordInfo], index: int) -> bool:
 def _new_id(compaction: Compaction) -> str:
     if compaction.new_id is not None:
         return compaction.new_id()
-    import uuid
 
     taken = {info.id for info in compaction.infos}  # the ids' keys
     while True:

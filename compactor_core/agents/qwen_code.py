@@ -22,6 +22,7 @@ pending turn's contents.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -273,8 +274,6 @@ def _contents_of(record: Record) -> list[Any]:
 
 
 def _uuid4() -> str:
-    import uuid
-
     return str(uuid.uuid4())
 
 

@@ -23,6 +23,7 @@ Dask is imported only here, only when a batch runs on it (the ``dask`` extra).
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -378,8 +379,6 @@ def dask_pool(scheduler: str | None, workers: int) -> Iterator[Pool]:
 @contextmanager
 def _client(client_type: Any, cluster_type: Any, scheduler: str | None, workers: int) -> Any:
     if scheduler is None:
-        import logging
-
         cluster = cluster_type(
             n_workers=workers,
             threads_per_worker=1,

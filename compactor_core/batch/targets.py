@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..disk.atomic import remove_stale_temp_files
 from ..disk.database_names import is_database_file, session_name
+from ..ends import object_store as storage
 from ..ends.destinations import Destination, InPlace, ToFile, ToObject
 from ..ends.sources import LocalFile, RemoteObject, local_file
 from ..ends.urls import is_url, join
@@ -151,8 +152,6 @@ def clean_up_after_killed_runs(targets: Sequence[Target], extra: Sequence[str] =
 
 
 def _listed_targets(listing: Listing) -> Iterator[Target]:
-    from ..ends import object_store as storage
-
     names, output_dir = listing.names, listing.output_dir
     folders = [name for name in names if storage.kind(name) == "directory"]
     for name in folders if not listing.recursive else ():
@@ -175,8 +174,6 @@ def _listed_targets(listing: Listing) -> Iterator[Target]:
 
 
 def _under(root: str, listing: Listing, skipped: tuple[str, ...]) -> Iterator[Target]:
-    from ..ends import object_store as storage
-
     for relative, info in storage.walk(root):
         *folders, base = relative.split("/")
         if any(folder.startswith(".") for folder in folders):

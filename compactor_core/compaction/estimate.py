@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import orjson
 
 from ..conversation.formats import Message
-from ..conversation.images import IMAGE_TYPES, image_tokens
+from ..conversation.images import IMAGE_TYPES, image_tokens, inspect, is_image
 from ..conversation.tools import (
     UNKNOWN_TOOL,
     blocks,
@@ -357,8 +357,6 @@ def quarters_and_images(message: Message) -> tuple[int, int]:
     quarters = collector.units(HEURISTIC)
     if not collector.images:
         return quarters, 0
-    from ..conversation.images import inspect, is_image
-
     return quarters, sum(is_image(block) and inspect(block).inline for block in collector.images)
 
 
@@ -461,8 +459,6 @@ def breakdown(
 
 def images_report(blocks: list[dict[str, Any]]) -> dict[str, int]:
     """The images' line of a breakdown: how many, their tokens, their bytes (decoded)."""
-    from ..conversation.images import inspect
-
     found = [inspect(block) for block in blocks]
     return {
         "count": len(found),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import os
+import pwd
 import stat
 from dataclasses import dataclass
 
@@ -81,7 +82,6 @@ def _xattrs(file: int | str) -> tuple[tuple[str, bytes], ...]:
 
 def _owner(uid: int, gid: int) -> str:
     import grp
-    import pwd
 
     try:
         user = pwd.getpwuid(uid).pw_name

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import pwd
 import secrets
 import stat
 from collections.abc import Iterator
@@ -256,8 +257,6 @@ def _mode(status: os.stat_result) -> str:
 
 
 def _user(uid: int) -> str:
-    import pwd
-
     try:
         return f"user {pwd.getpwuid(uid).pw_name}"
     except KeyError:

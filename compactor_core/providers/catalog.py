@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from .. import defaults
 from ..errors import ConfigError
@@ -113,6 +114,4 @@ class ProviderSettings:
 
 
 def _host(url: str | None) -> str | None:
-    from urllib.parse import urlsplit  # not at start-up: most runs never need a provider
-
     return urlsplit(url).hostname if url else None

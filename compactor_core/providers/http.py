@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ..errors import ConfigError, ProviderError, RetryableProviderError, SummaryCutOff
 from ..text import clip
@@ -334,8 +335,6 @@ def _encode(body: Mapping[str, Any]) -> bytes:
 
 
 def _checked_base_url(provider: str, url: str | None) -> str:
-    from urllib.parse import urlsplit
-
     if not url:
         raise ConfigError(f"provider {provider!r} needs a base URL: use base_url=URL")
     parts = urlsplit(url)
@@ -348,8 +347,6 @@ def _checked_base_url(provider: str, url: str | None) -> str:
 
 
 def _host(url: str) -> str:
-    from urllib.parse import urlsplit
-
     parts = urlsplit(url)
     return parts.netloc.rpartition("@")[2] or url  # never the user:password part
 

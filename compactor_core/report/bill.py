@@ -13,6 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..ends.documents import SessionDocument
+from ..replay import recordings
+from ..replay.pricing import DEFAULT_PROFILE, PROFILES
+from ..replay.run import CHOSEN, KEEPS, UNTOUCHED, replay
 from ..session_files.usage import recorded_calls
 from ..settings import Settings
 from .causes import attribute
@@ -110,10 +113,6 @@ def bill_of(document: SessionDocument, rewrites: Iterable[float]) -> tuple[Reque
 def with_ctxpack(document: SessionDocument, settings: Settings) -> float | None:
     """The cache-aware policy's simulated input bill over the untouched one, on the session's
     own requests (None where the file records no requests to calibrate on)."""
-    from ..replay import recordings
-    from ..replay.pricing import DEFAULT_PROFILE, PROFILES
-    from ..replay.run import CHOSEN, KEEPS, UNTOUCHED, replay
-
     recording = recordings.of(document)
     if not recording.recorded:
         return None

@@ -124,7 +124,7 @@ class Proxy:
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        import httpx
+        import httpx  # not at the top: httpx imports click, which importing the core never does
 
         self.settings = settings
         self.compactor = compactor

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -130,8 +131,6 @@ def _json_object(data: bytes) -> dict[str, Any]:
 
 def _own_provider_at(text: str, name: str, base_url: str) -> dict[str, Any]:
     """The user's provider ``name``, at ``base_url``, WebSockets off."""
-    import tomllib
-
     own = tomllib.loads(text).get("model_providers", {}).get(name, {})
     return {**own, "base_url": base_url, "supports_websockets": False}
 

@@ -10,6 +10,7 @@ deleted.
 
 from __future__ import annotations
 
+import sqlite3
 from contextlib import closing
 from pathlib import Path
 
@@ -24,8 +25,6 @@ def forget_projection(path: Path, thread: object) -> str | None:
     Nothing to do outside a ``CODEX_HOME/sessions/YYYY/MM/DD/`` folder, without a thread id or
     without the database. A warning line if the database could not be changed.
     """
-    import sqlite3  # only a rewritten rollout needs it
-
     home = path.parents[4] if len(path.parents) > 4 else None
     if home is None or path.parents[3].name != "sessions" or not isinstance(thread, str):
         return None

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..ends.documents import open_document  # a stored session is read as every input is
 from ..ends.sources import local_file
 from ..errors import CtxpackError
 from .base import AgentFormat, SessionFile
@@ -79,8 +80,6 @@ def _in_use_among_others(
 
 
 def _tokens(agent_format: AgentFormat, path: Path) -> int | None:
-    from ..ends.documents import open_document  # a stored session is read as every input is
-
     try:
         with open_document(local_file(str(path)), agent_format.name) as document:
             return document.tokens()

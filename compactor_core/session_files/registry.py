@@ -17,13 +17,13 @@ import orjson
 
 from .. import defaults
 from ..conversation.formats import UTF8_BOM
-from ..disk.database_names import database_part
+from ..disk.database_names import database_part, is_database_file, session_name
 from ..errors import InputError
 from .records import lines, parse_fast
+from .stores import DATABASE, DOCUMENT, StoredFormat, is_database, peek
 
 if TYPE_CHECKING:  # the formats' base class is imported with the first format module
     from .base import AgentFormat
-    from .stores import StoredFormat
 
 # --format value -> "module:class"; modules are imported only when a file needs them.
 _MODULES = {
@@ -106,8 +106,6 @@ def detect_stored(handle: BinaryIO, requested: str, source: str) -> StoredFormat
     document that one of the document formats claims is that format's; anything else is for
     the JSONL formats and the messages to tell.
     """
-    from .stores import DOCUMENT, StoredFormat, is_database
-
     if requested == MESSAGES:
         return None
     if requested != AUTO:
@@ -151,9 +149,6 @@ def database_of(name: str) -> tuple[StoredFormat, Path, str | None] | None:
 
 def _database_format(path: Path) -> tuple[StoredFormat, list[str]] | None:
     """The database format whose sessions the file holds, and those sessions."""
-    from ..disk.database_names import is_database_file
-    from .stores import DATABASE, StoredFormat
-
     if not is_database_file(path):
         return None
     for agent_format in agent_formats():
@@ -167,8 +162,6 @@ def _database_format(path: Path) -> tuple[StoredFormat, list[str]] | None:
 def each_session(names: Sequence[str]) -> list[str]:
     """The inputs the names stand for: a database of sessions stands for each of them
     (``FILE#SESSION``), any other name for itself."""
-    from ..disk.database_names import session_name
-
     inputs: list[str] = []
     for name in names:
         sessions = stored_sessions(Path(name))
@@ -180,8 +173,6 @@ def _one_document(handle: BinaryIO) -> Any:
     """The input parsed as one JSON object, when it looks like a session document: an object
     laid out over many lines (its first line is its opening brace, unlike a JSONL file's),
     naming its session near its start; None otherwise."""
-    from .stores import peek
-
     head = peek(handle, _SNIFF_BYTES).removeprefix(UTF8_BOM)
     first_line = head.lstrip().split(b"\n", 1)[0].strip()
     if first_line != b"{" or _DOCUMENT_HINT not in head:

@@ -14,6 +14,7 @@ parents come a few lines before their children; the few that do not are found at
 
 from __future__ import annotations
 
+import copy
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import deque
@@ -226,8 +227,6 @@ class RecordTable(Sequence[RecordInfo]):
     def patched(self, parents: dict[int, int], blank: set[int]) -> RecordTable:
         """A copy in which lines have other parents (a line, or NO_PARENT) and some lines are
         blank: the table as ``rescue``'s repairs leave it, for the view made again."""
-        import copy
-
         patched = copy.copy(self)
         patched._parents = array("i", self._parents)
         patched._missing = dict(self._missing)

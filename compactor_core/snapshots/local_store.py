@@ -22,6 +22,7 @@ The layout and the records are ``snapshots.py``'s. Here is how they are kept saf
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import stat
@@ -452,8 +453,6 @@ def _status_of(file: Path) -> os.stat_result:
 
 
 def _link_failure(error: OSError) -> str:
-    import errno
-
     if error.errno == errno.EXDEV:
         return "it is on another file system than the snapshot folder"
     return f"it cannot be linked there ({error.strerror})"

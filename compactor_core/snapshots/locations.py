@@ -16,6 +16,7 @@ in; without them, the account's home comes from the password database.
 from __future__ import annotations
 
 import os
+import pwd
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -43,6 +44,4 @@ def legacy_folders(cwd: Path, files: Iterable[Path] = ()) -> list[Path]:
 
 
 def _account_home() -> str:
-    import pwd
-
     return pwd.getpwuid(os.geteuid()).pw_dir

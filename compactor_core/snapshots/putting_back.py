@@ -31,7 +31,9 @@ from ..disk.metadata import Metadata
 from ..disk.replace import FileState, Replacement, replace
 from ..ends.sources import LocalFile
 from ..errors import OutputError, WouldDrop, reading
+from ..session_files.appended import follow_original
 from ..session_files.in_use import refuse_in_use, writer_check
+from ..session_files.registry import get
 from ..settings import RunSettings
 from ..text import counted
 from .base import REPLACED, Details, Snapshot
@@ -125,9 +127,6 @@ def _with_new_turns(
 ) -> Iterator[bytes]:
     """The original, then what its agent appended after ``left`` (the bytes ctxpack's run left),
     made to follow it."""
-    from ..session_files.appended import follow_original
-    from ..session_files.registry import get
-
     original = b"".join(snapshot.chunks())
     appended = b"".join(_blocks(fd, left, status.st_size))
     yield original
