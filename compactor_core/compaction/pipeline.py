@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from ..providers.base import Summarizer
     from ..snapshots.base import Snapshots
+    from .cache_apply import Compactions
     from .full import FullResult, PendingTurn
 
 
@@ -255,10 +256,16 @@ class MessagesSubject:
 
     measured = False  # counting is a pass over the messages: done only when asked
 
-    def __init__(self, conversation: Conversation, settings: Settings) -> None:
+    def __init__(
+        self,
+        conversation: Conversation,
+        settings: Settings,
+        compactions: Compactions | None = None,
+    ) -> None:
         self.input = conversation
         self.result = conversation
         self.settings = settings
+        self.compactions = compactions  # full compactions done before (cache_apply.Compactions)
         self._tokens: int | None = None  # of the result, once counted
 
     def tokens(self) -> int:
@@ -325,7 +332,9 @@ class MessagesSubject:
                 taken.extend(keeper.before_summary())
 
         timing = Timing(message_times(messages))
-        stable = compact_stably(messages, settings, provider, timing, system, None, before_summary)
+        stable = compact_stably(
+            messages, settings, provider, timing, system, None, before_summary, self.compactions
+        )
         self._take(stable.messages)
         tokens = self.tokens()
         compacted = stable.full == Status.COMPACTED
@@ -394,14 +403,16 @@ def run(
     provider: Summarizer | None = None,
     session_id: str = SESSION_ID,
     original: bytes | None = None,
+    compactions: Compactions | None = None,
 ) -> Outcome:
     """``run_settings`` on a parsed conversation; the outcome holds the new conversation.
 
     Without a provider, summaries are written by the built-in extractive one. A full compaction
     that replaces the history keeps the input (``original``, its bytes as read, if given) and the
-    result in ``run_settings.snapshots``, under ``session_id``.
+    result in ``run_settings.snapshots``, under ``session_id``. ``compactions``: the full
+    compactions of the cache-aware policy done before (a proxy's, for earlier requests).
     """
-    subject = MessagesSubject(conversation, run_settings.settings)
+    subject = MessagesSubject(conversation, run_settings.settings, compactions)
     keeper = None
     if run_settings.snapshots is not None:
         keeper = SnapshotKeeper(

@@ -29,6 +29,7 @@ from ..errors import CtxpackError
 from ..settings import RunSettings, Settings
 from .breakpoints import with_prefix_breakpoint
 from .ledger import NEW, Ledger, Reuse
+from .summaries import KeptCompactions, KeptSummarizer
 from .wire import Wire
 
 if TYPE_CHECKING:
@@ -97,7 +98,8 @@ class Compactor:
         if conversation is None or not conversation.messages:
             return _as_is(data, "no history")
         settings = self._settings_for(body, data)
-        outcome = run(RunSettings("auto", settings, measure=True), conversation, self.provider)
+        run_settings = RunSettings("auto", settings, measure=True)
+        outcome = run(run_settings, conversation, self.provider, compactions=self._compactions())
         before = conversation.messages
         tokens_in = outcome.tokens_before or 0
         tokens_out = outcome.tokens_after or 0
@@ -135,6 +137,12 @@ class Compactor:
         if self.originals is None or self.settings.recall or not offers_recall(body, data):
             return self.settings
         return replace(self.settings, recall=True)
+
+    def _compactions(self) -> KeptCompactions | None:
+        """Where the summarizer keeps what its summaries made of earlier requests, if it does."""
+        if isinstance(self.provider, KeptSummarizer):
+            return self.provider.compactions()
+        return None
 
     def _cached(self, tokens: int, messages: list[Message], prefix: int, reuse: Reuse) -> int:
         """Of ``tokens`` (the system prompt and ``messages``), those of the system prompt and the
