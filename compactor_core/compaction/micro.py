@@ -16,7 +16,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..conversation.formats import Message
-from ..conversation.tools import UNKNOWN_TOOL, blocks, is_block, tool_names, tool_result_turns
+from ..conversation.tools import (
+    UNKNOWN_TOOL,
+    blocks,
+    is_block,
+    tool_names,
+    tool_result_ids,
+    tool_result_turns,
+)
 from ..settings import DEFAULT_SETTINGS, Settings
 from . import bareagent
 from .estimate import json_text
@@ -134,10 +141,17 @@ def mark_turns(
         if 0 <= position < len(turns)
     ]
     if single:
-        takes += [Take(turn, None, frozenset(single)) for turn in turns]
+        only = frozenset(single)
+        takes += [Take(turn, None, only) for turn in turns if _answers(messages, turn, only)]
     settings = replace(settings, compat=False)
     found = stale if stale is not None else staleness_of(messages, settings)
     return _truncate(messages, takes, settings, found)
+
+
+def _answers(messages: list[Message], turn: list[int], calls: frozenset[str]) -> bool:
+    """Whether a result of the turn answers one of ``calls``: the other turns' messages are
+    left as they are, not copied."""
+    return any(call in calls for index in turn for call in tool_result_ids(messages[index]))
 
 
 def _truncate(
