@@ -13,7 +13,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 from ..conversation.formats import Message
 from ..errors import ProviderError
@@ -22,6 +21,7 @@ from ..settings import Settings
 from .cache_plan import Cut, Plan, Timing, plan
 from .estimate import estimate
 from .full import full_compact
+from .memo import NO_MEMO, Memo
 from .micro import MicroResult, mark_turns
 from .status import Status
 from .tokenizers import counter
@@ -31,18 +31,6 @@ NO_THRESHOLD = sys.maxsize  # no request is over it: markers only, no cut
 # Heads already written, by the cuts that led to them: valid for the prefixes of one
 # conversation under one settings and summarizer (the replay asks again and again).
 Heads = dict[Hashable, list[Message]]
-
-
-class Compactions(Protocol):
-    """Full compactions done before, by what they were given: the same messages under the same
-    settings give the same result with a deterministic summarizer (serve keeps them:
-    ``serve.summaries.KeptCompactions``)."""
-
-    def get(self, messages: list[Message], settings: Settings) -> list[Message] | None:
-        """The result of summarizing ``messages``, if one was kept."""
-
-    def put(self, messages: list[Message], settings: Settings, result: list[Message]) -> None:
-        """Keep the result of summarizing ``messages``."""
 
 
 @dataclass(frozen=True)
@@ -66,10 +54,12 @@ def plan_request(
     timing: Timing | None = None,
     system: object = None,
     unmade: frozenset[int] = frozenset(),
+    memo: Memo = NO_MEMO,
 ) -> Plan:
     """The plan for this request; ``system``: a request envelope's, sent with every request."""
     fixed = estimate([], system, counter=counter(settings.tokenizer)) if system else 0
-    return plan(messages, settings, timing, fixed, is_deterministic(provider), unmade, payback=True)
+    deterministic = is_deterministic(provider)
+    return plan(messages, settings, timing, fixed, deterministic, unmade, payback=True, memo=memo)
 
 
 def marks_of(
@@ -98,22 +88,20 @@ def compact_stably(
     system: object = None,
     heads: Heads | None = None,
     before_summary: Callable[[], None] | None = None,
-    compactions: Compactions | None = None,
+    memo: Memo = NO_MEMO,
 ) -> StableResult:
     """The current request by the cache-aware policy; ``messages`` is left as it was.
 
     An earlier cut whose summary the (deterministic) summarizer refuses is not made, every time
     alike: the plan is made again without it. ``before_summary`` is called once, before the
     current request's own summary is asked for (the caller keeps the input first).
-    ``compactions``: the full compactions done before, which need not be done again.
+    ``memo``: what was computed before of the same messages (a proxy's), not computed again.
     """
     heads = {} if heads is None else heads
     unmade: frozenset[int] = frozenset()
     while True:
-        the_plan = plan_request(messages, settings, provider, timing, system, unmade)
-        result = carry_out(
-            messages, the_plan, settings, provider, heads, before_summary, compactions
-        )
+        the_plan = plan_request(messages, settings, provider, timing, system, unmade, memo)
+        result = carry_out(messages, the_plan, settings, provider, heads, before_summary, memo)
         if not isinstance(result, Cut):
             return result
         unmade |= {result.request}
@@ -126,7 +114,7 @@ def carry_out(
     provider: Summarizer,
     heads: Heads,
     before_summary: Callable[[], None] | None = None,
-    compactions: Compactions | None = None,
+    memo: Memo = NO_MEMO,
 ) -> StableResult | Cut:
     """The request the plan describes, or the earlier cut whose summary failed."""
     final, micro = marks_of(messages, settings, the_plan)
@@ -142,7 +130,7 @@ def carry_out(
         now = the_plan.cuts_now and number == len(the_plan.cuts) - 1
         if now and before_summary is not None:
             before_summary()
-        compacted = _compact_at(messages, head, the_plan, cut, settings, provider, compactions)
+        compacted = _compact_at(messages, head, the_plan, cut, settings, provider, memo)
         if isinstance(compacted, ProviderError):
             if not now:
                 return cut
@@ -162,17 +150,16 @@ def _compact_at(
     cut: Cut,
     settings: Settings,
     provider: Summarizer,
-    compactions: Compactions | None = None,
+    memo: Memo = NO_MEMO,
 ) -> list[Message] | ProviderError:
     """The new head: the request at the cut, its pending turn left out; or why it failed."""
     then, _ = marks_of(messages, settings, the_plan, cut)
     summarized = [*head, *(then[index] for index in cut.live)]
-    compacted = compactions.get(summarized, settings) if compactions is not None else None
+    compacted = memo.compaction(summarized, settings)
     if compacted is None:
         result = full_compact(summarized, provider, settings)
         if result.status != Status.COMPACTED:
             return result.error or ProviderError("nothing to summarize")
         compacted = result.messages
-        if compactions is not None:
-            compactions.put(summarized, settings, compacted)
+        memo.keep_compaction(summarized, settings, compacted)
     return compacted[: len(compacted) - len(cut.pending)]

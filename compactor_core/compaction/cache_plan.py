@@ -44,6 +44,7 @@ from ..defaults import MIN_GAIN
 from ..settings import Settings
 from .estimate import Counter, message_units, units_to_tokens
 from .full import find_pending_turn
+from .memo import NO_MEMO, Memo
 from .micro import mark_turns, staleness_of
 from .staleness import NONE, Staleness
 from .tokenizers import counter as counter_named
@@ -114,6 +115,7 @@ def plan(
     past_cuts: bool = True,
     unmade: frozenset[int] = frozenset(),
     payback: bool = False,
+    memo: Memo = NO_MEMO,
 ) -> Plan:
     """The decisions for the current request, the whole of ``messages``.
 
@@ -124,8 +126,10 @@ def plan(
     cut the summarizer refused (a summary not smaller than what it replaces): the walk goes on
     without them, and cuts at a later request instead. ``payback``: a batch is made only when it
     pays for itself too (``auto``'s policy; ``micro --min-gain`` batches by ``min_gain`` alone).
+    ``memo``: each message's count as counted before (a proxy's).
     """
-    walk = _Walk(messages, settings, counter_named(settings.tokenizer), fixed_tokens, payback)
+    counter = counter_named(settings.tokenizer)
+    walk = _Walk(messages, settings, counter, fixed_tokens, payback, memo)
     timing = timing or Timing()
     previous: float | None = None
     for point in request_points(messages):
@@ -191,10 +195,11 @@ class _Walk:
         counter: Counter,
         fixed_tokens: int,
         payback: bool = False,
+        memo: Memo = NO_MEMO,
     ) -> None:
         self.messages, self.settings, self.counter = messages, settings, counter
         self.payback = payback
-        self.units = [message_units(message, counter) for message in messages]  # as sent now
+        self.units = [memo.units(message, counter) for message in messages]  # as sent now
         self.turns = tool_result_turns(messages)
         self.turn_starts = [turn[0] for turn in self.turns]
         # what an old turn's markers free, as its truncation markers: a batch of old turns fills

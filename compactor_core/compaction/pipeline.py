@@ -24,6 +24,7 @@ from ..errors import ProviderError
 from ..settings import RunSettings, Settings
 from .estimate import estimate
 from .handles import replaced_originals
+from .memo import NO_MEMO, Memo
 from .micro import micro_compact, with_old_images
 from .outcome import Outcome
 from .status import Status
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 
     from ..providers.base import Summarizer
     from ..snapshots.base import Snapshots
-    from .cache_apply import Compactions
     from .full import FullResult, PendingTurn
 
 
@@ -245,10 +245,12 @@ def default_provider() -> Summarizer:
 # --- a conversation of messages, in memory -------------------------------------------------------
 
 
-def measure(conversation: Conversation, settings: Settings) -> int:
+def measure(conversation: Conversation, settings: Settings, memo: Memo = NO_MEMO) -> int:
     """The estimate by the settings' profile and tokenizer."""
     tokens = counter(settings.tokenizer)
-    return estimate(conversation.messages, conversation.system, settings.compat, tokens)
+    if settings.compat:
+        return estimate(conversation.messages, conversation.system, True, tokens)
+    return memo.tokens(conversation.messages, conversation.system, tokens)
 
 
 class MessagesSubject:
@@ -260,17 +262,17 @@ class MessagesSubject:
         self,
         conversation: Conversation,
         settings: Settings,
-        compactions: Compactions | None = None,
+        memo: Memo = NO_MEMO,
     ) -> None:
         self.input = conversation
         self.result = conversation
         self.settings = settings
-        self.compactions = compactions  # full compactions done before (cache_apply.Compactions)
+        self.memo = memo  # what was computed before of the same messages (memo.py)
         self._tokens: int | None = None  # of the result, once counted
 
     def tokens(self) -> int:
         if self._tokens is None:
-            self._tokens = measure(self.result, self.settings)
+            self._tokens = measure(self.result, self.settings, self.memo)
         return self._tokens
 
     def repair(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -333,7 +335,7 @@ class MessagesSubject:
 
         timing = Timing(message_times(messages))
         stable = compact_stably(
-            messages, settings, provider, timing, system, None, before_summary, self.compactions
+            messages, settings, provider, timing, system, None, before_summary, self.memo
         )
         self._take(stable.messages)
         tokens = self.tokens()
@@ -403,16 +405,16 @@ def run(
     provider: Summarizer | None = None,
     session_id: str = SESSION_ID,
     original: bytes | None = None,
-    compactions: Compactions | None = None,
+    memo: Memo = NO_MEMO,
 ) -> Outcome:
     """``run_settings`` on a parsed conversation; the outcome holds the new conversation.
 
     Without a provider, summaries are written by the built-in extractive one. A full compaction
     that replaces the history keeps the input (``original``, its bytes as read, if given) and the
-    result in ``run_settings.snapshots``, under ``session_id``. ``compactions``: the full
-    compactions of the cache-aware policy done before (a proxy's, for earlier requests).
+    result in ``run_settings.snapshots``, under ``session_id``. ``memo``: what the
+    cache-aware policy computed before of the same messages (a proxy's, for earlier requests).
     """
-    subject = MessagesSubject(conversation, run_settings.settings, compactions)
+    subject = MessagesSubject(conversation, run_settings.settings, memo)
     keeper = None
     if run_settings.snapshots is not None:
         keeper = SnapshotKeeper(

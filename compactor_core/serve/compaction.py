@@ -29,7 +29,8 @@ from ..errors import CtxpackError
 from ..settings import RunSettings, Settings
 from .breakpoints import with_prefix_breakpoint
 from .ledger import NEW, Ledger, Reuse
-from .summaries import KeptCompactions, KeptSummarizer
+from .memo import KeptResults
+from .summaries import KeptSummarizer
 from .wire import Wire
 
 if TYPE_CHECKING:
@@ -79,6 +80,12 @@ class Compactor:
     # where the originals of markers with a recall handle are kept: markers carry one when the
     # settings say so, or when the request offers the model a recall tool (``ctxpack mcp``)
     originals: OriginalsStore | None = None
+    # what the policy computed of the histories before, for the requests that send them again
+    _memo: KeptResults = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        kept = isinstance(self.provider, KeptSummarizer)
+        self._memo = KeptResults(self.provider.compactions() if kept else None)
 
     def compact(self, wire: Wire, data: bytes) -> Forwarded:
         try:
@@ -99,7 +106,7 @@ class Compactor:
             return _as_is(data, "no history")
         settings = self._settings_for(body, data)
         run_settings = RunSettings("auto", settings, measure=True)
-        outcome = run(run_settings, conversation, self.provider, compactions=self._compactions())
+        outcome = run(run_settings, conversation, self.provider, memo=self._memo)
         before = conversation.messages
         tokens_in = outcome.tokens_before or 0
         tokens_out = outcome.tokens_after or 0
@@ -110,7 +117,7 @@ class Compactor:
             if problem:
                 return _as_is(data, problem)
             if after is not outcome.conversation.messages:
-                tokens_out = measure(conversation.with_messages(after), self.settings)
+                tokens_out = measure(conversation.with_messages(after), self.settings, self._memo)
         reuse = self.ledger.record(wire.header(body), before, after, self.clock())
         if outcome.changed and wire.reads_cache_at_breakpoints and not reuse.stable:
             after = with_prefix_breakpoint(body, after, reuse.forwarded_prefix)
@@ -138,19 +145,13 @@ class Compactor:
             return self.settings
         return replace(self.settings, recall=True)
 
-    def _compactions(self) -> KeptCompactions | None:
-        """Where the summarizer keeps what its summaries made of earlier requests, if it does."""
-        if isinstance(self.provider, KeptSummarizer):
-            return self.provider.compactions()
-        return None
-
     def _cached(self, tokens: int, messages: list[Message], prefix: int, reuse: Reuse) -> int:
         """Of ``tokens`` (the system prompt and ``messages``), those of the system prompt and the
         first ``prefix`` messages, if the cache holds anything of this conversation: counted as
         what the rest is not, since the rest is the few messages a caller adds each time."""
         if not reuse.previous:
             return 0
-        rest = measure(Conversation(messages[prefix:]), self.settings)
+        rest = measure(Conversation(messages[prefix:]), self.settings, self._memo)
         return max(tokens - rest, 0)
 
 
