@@ -106,7 +106,8 @@ class Compactor:
             return _as_is(data, "no history")
         settings = self._settings_for(body, data)
         run_settings = RunSettings("auto", settings, measure=True)
-        outcome = run(run_settings, conversation, self.provider, memo=self._memo)
+        memo = self._memo.for_request()
+        outcome = run(run_settings, conversation, self.provider, memo=memo)
         before = conversation.messages
         tokens_in = outcome.tokens_before or 0
         tokens_out = outcome.tokens_after or 0
@@ -117,7 +118,7 @@ class Compactor:
             if problem:
                 return _as_is(data, problem)
             if after is not outcome.conversation.messages:
-                tokens_out = measure(conversation.with_messages(after), self.settings, self._memo)
+                tokens_out = measure(conversation.with_messages(after), self.settings, memo)
         reuse = self.ledger.record(wire.header(body), before, after, self.clock())
         if outcome.changed and wire.reads_cache_at_breakpoints and not reuse.stable:
             after = with_prefix_breakpoint(body, after, reuse.forwarded_prefix)

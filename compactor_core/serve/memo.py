@@ -26,6 +26,8 @@ BUDGET = 16 << 20  # bytes of messages whose counts are kept
 
 
 class KeptResults(KeptCounts):
+    """What the policy computed, for every request of every conversation (thread-safe)."""
+
     def __init__(self, compactions: KeptCompactions | None, budget: int = BUDGET) -> None:
         self.compactions = compactions
         self.budget = budget
@@ -60,3 +62,31 @@ class KeptResults(KeptCounts):
     ) -> None:
         if self.compactions is not None:
             self.compactions.put(messages, settings, result)
+
+    def for_request(self) -> RequestResults:
+        return RequestResults(self)
+
+
+class RequestResults(KeptCounts):
+    """``KeptResults`` for one request, which asks for the count of each of its messages more
+    than once (its estimate, then the policy's walk): given again by the message's identity.
+    Each message is held while this lives, so that no other object can take its identity."""
+
+    def __init__(self, kept: KeptResults) -> None:
+        self.kept = kept
+        self._counted: dict[tuple[int, str], tuple[Message, int]] = {}
+
+    def units(self, message: Message, counter: Counter) -> int:
+        key = (id(message), counter.name)
+        counted = self._counted.get(key)
+        if counted is None:
+            counted = self._counted[key] = (message, self.kept.units(message, counter))
+        return counted[1]
+
+    def compaction(self, messages: list[Message], settings: Settings) -> list[Message] | None:
+        return self.kept.compaction(messages, settings)
+
+    def keep_compaction(
+        self, messages: list[Message], settings: Settings, result: list[Message]
+    ) -> None:
+        self.kept.keep_compaction(messages, settings, result)
