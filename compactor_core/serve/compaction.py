@@ -119,7 +119,7 @@ class Compactor:
                 return _as_is(data, problem)
             if after is not outcome.conversation.messages:
                 tokens_out = measure(conversation.with_messages(after), self.settings, memo)
-        reuse = self.ledger.record(wire.header(body), before, after, self.clock())
+        reuse = self.ledger.record(wire.header(body), before, after, self.clock(), memo.text)
         if outcome.changed and wire.reads_cache_at_breakpoints and not reuse.stable:
             after = with_prefix_breakpoint(body, after, reuse.forwarded_prefix)
         report = RequestReport(

@@ -36,7 +36,11 @@ class KeptResults(KeptCounts):
         self._lock = threading.Lock()
 
     def units(self, message: Message, counter: Counter) -> int:
-        key = (counter.name, dumps(message))
+        return self.units_of(message, dumps(message), counter)
+
+    def units_of(self, message: Message, text: bytes, counter: Counter) -> int:
+        """The count of ``message``, whose JSON is ``text``."""
+        key = (counter.name, text)
         with self._lock:
             units = self._units.get(key)
             if units is not None:
@@ -45,11 +49,11 @@ class KeptResults(KeptCounts):
         units = super().units(message, counter)
         with self._lock:
             if key not in self._units:
-                self._size += len(key[1])
+                self._size += len(text)
             self._units[key] = units
             while self._size > self.budget and len(self._units) > 1:
-                (_, text), _ = self._units.popitem(last=False)
-                self._size -= len(text)
+                (_, dropped), _ = self._units.popitem(last=False)
+                self._size -= len(dropped)
         return units
 
     def compaction(self, messages: list[Message], settings: Settings) -> list[Message] | None:
@@ -68,19 +72,29 @@ class KeptResults(KeptCounts):
 
 
 class RequestResults(KeptCounts):
-    """``KeptResults`` for one request, which asks for the count of each of its messages more
-    than once (its estimate, then the policy's walk): given again by the message's identity.
-    Each message is held while this lives, so that no other object can take its identity."""
+    """``KeptResults`` for one request, which asks about each of its messages more than once
+    (its estimate, the policy's walk, the ledger's fingerprints): a message's JSON and count are
+    given again by its identity. Each message is held while this lives, so that no other object
+    can take its identity."""
 
     def __init__(self, kept: KeptResults) -> None:
         self.kept = kept
+        self._texts: dict[int, tuple[Message, bytes]] = {}
         self._counted: dict[tuple[int, str], tuple[Message, int]] = {}
+
+    def text(self, message: Message) -> bytes:
+        """The message's JSON (``dumps``)."""
+        known = self._texts.get(id(message))
+        if known is None:
+            known = self._texts[id(message)] = (message, dumps(message))
+        return known[1]
 
     def units(self, message: Message, counter: Counter) -> int:
         key = (id(message), counter.name)
         counted = self._counted.get(key)
         if counted is None:
-            counted = self._counted[key] = (message, self.kept.units(message, counter))
+            units = self.kept.units_of(message, self.text(message), counter)
+            counted = self._counted[key] = (message, units)
         return counted[1]
 
     def compaction(self, messages: list[Message], settings: Settings) -> list[Message] | None:
