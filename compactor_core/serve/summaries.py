@@ -181,7 +181,7 @@ class KeptSummarizer:
 
 
 class KeptCompactions:
-    """The newest ``memory`` full compactions (``cache_apply.Compactions``), by the hash of
+    """The newest ``memory`` full compactions (``compaction.memo.Memo.compaction``), by the hash of
     what they were given (the settings, the JSON of the messages): the same give the same result
     again, word for word, with a deterministic summarizer. ``given_again`` is told each time
     one is, as its summary is given again."""
