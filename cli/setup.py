@@ -47,8 +47,8 @@ T = TypeVar("T")
 @click.option(
     "--no-recall",
     is_flag=True,
-    help="Claude Code: leave its MCP servers alone (by default `ctxpack mcp` joins them in "
-    ".claude.json, when the mcp extra is installed).",
+    help="Leave the agent's MCP servers alone (by default `ctxpack mcp` joins them, when the "
+    "mcp extra is installed: Claude Code's .claude.json, Codex's config.toml).",
 )
 @click.option("--undo", is_flag=True, help="Put back the file as it was before the first setup.")
 @click.option("--dry-run", is_flag=True, help="Show the change; write nothing.")
@@ -66,7 +66,8 @@ def setup(
 
     Claude Code: env.ANTHROPIC_BASE_URL in its settings.json. Codex: a provider "ctxpack" at
     serve in its config.toml, WebSockets off (the built-in OpenAI one's stand-in, or a copy of
-    your own provider). Shows the change and asks first; the file as it was is kept beside it
+    your own provider). With the mcp extra, `ctxpack mcp` (recall) joins the agent's MCP
+    servers too. Shows the change and asks first; the file as it was is kept beside it
     (NAME.before-ctxpack), and --undo puts it back. Start serve yourself, or once for good with
     `ctxpack serve --install`.
     """
@@ -78,7 +79,7 @@ def setup(
         path = pointing.claude_settings_path(os.environ, home)
     else:
         path = pointing.codex_config_path(os.environ, home)
-    recall = agent == "claude" and not no_recall and _has_mcp()
+    recall = not no_recall and _has_mcp()
     state = pointing.claude_state_path(os.environ, home)
     if undo:
         io.warn(changes.undo(path))
@@ -92,8 +93,9 @@ def setup(
         shown = f"{shlex.quote(_ctxpack_command())} statusline" if statusline else None
         new = _read_as(path, lambda: changes.claude_settings(old, address, shown))
     else:
-        new = changes.codex_config(old, route, route.proxied(address))
-    if recall and not dry_run:
+        mcp_command = _ctxpack_command() if recall else None
+        new = changes.codex_config(old, route, route.proxied(address), mcp_command)
+    if recall and agent == "claude" and not dry_run:
         _register(state, yes)
     if new == old:
         io.warn(f"{path}: already set up, nothing to change")

@@ -102,6 +102,8 @@ def test_codex_setup_keeps_the_users_provider_at_serve_and_undo_puts_the_file_ba
     }
     assert parsed["model_providers"]["mine"]["base_url"] == "https://llm.example/api/v1"
     assert parsed["profiles"] == {"x": {"model": "o3"}}
+    assert parsed["mcp_servers"]["ctxpack"]["args"] == ["mcp"]  # recall: Codex's MCP server
+    assert Path(parsed["mcp_servers"]["ctxpack"]["command"]).name == "ctxpack"
     assert setup(tmp_path, "codex", "--yes").returncode == 0  # again: the first original kept
     assert setup(tmp_path, "codex", "--undo").returncode == 0
     assert config.read_bytes() == CODEX_CONFIG
@@ -236,3 +238,13 @@ def test_setup_statusline_installs_a_command_that_reads_claude_codes_own_session
     )
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.decode().startswith("ctxpack ") and "/200k" in shown.stdout.decode()
+
+
+def test_codex_setup_without_recall_leaves_its_mcp_servers_alone(tmp_path: Path) -> None:
+    config = tmp_path / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_bytes(CODEX_CONFIG)
+    assert setup(tmp_path, "codex", "--yes", "--no-recall").returncode == 0
+    assert "mcp_servers" not in tomllib.loads(config.read_text())
+    assert setup(tmp_path, "codex", "--yes").returncode == 0  # and once more, with it: one table
+    assert config.read_text().count("[mcp_servers.ctxpack]") == 1

@@ -25,10 +25,11 @@ def test_auto_marks_in_batches_that_pay_for_themselves_where_every_turn_marks_ev
     messages = session(6)  # three old turns of about 990 tokens each
     every_turn = compact(messages, "auto", Settings(policy="every-turn"))
     assert every_turn == micro_compact(messages, Settings())[0]  # turns 0, 1, 2
-    # turns 0, 1 and 2 would free ~2,970 tokens, read on as many requests as came (7: ~2,080
-    # at 0.1x), and have the ~3,000 after them written again (1.15x: ~3,500): not worth it yet
+    # turns 0, 1 and 2 would free ~2,970 tokens, read on half as many requests as came (3.5:
+    # ~1,040 at 0.1x), and have the ~3,000 after them written again (1.15x: ~3,500): not worth it
     assert compact(messages, "auto", Settings(min_gain=1500)) == messages
-    longer = session(8)  # five old turns free ~4,950, read on 9 requests: worth it now
+    assert compact(session(9), "auto", Settings(min_gain=1500)) == session(9)  # 6 x 990 x 0.1 x 5
+    longer = session(10)  # seven old turns free ~6,930, read on 5.5 requests: worth it now
     batched = compact(longer, "auto", Settings(min_gain=1500))
     assert batched == micro_compact(longer, Settings())[0]
     assert compact(messages, "auto", Settings()) == messages  # 5000 tokens: nothing yet

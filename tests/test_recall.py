@@ -265,3 +265,13 @@ def test_a_deferred_recall_tool_counts_as_offered() -> None:
     openai = {"tools": [{"type": "function", "function": {"name": "recall"}}]}
     assert offers_recall(openai, json.dumps(openai).encode())
     assert not offers_recall({"tools": [{"name": "Bash"}]}, b'{"x": "; recall 0123456789ab]"}')
+
+
+def test_a_recall_tool_in_a_responses_namespace_counts_as_offered() -> None:
+    """Codex offers an MCP server's tools as one Responses namespace (``mcp__ctxpack``) whose
+    tools keep their own names."""
+    recall = {"type": "function", "name": "recall", "parameters": {"type": "object"}}
+    codex = {"tools": [{"type": "namespace", "name": "mcp__ctxpack", "tools": [recall]}]}
+    assert offers_recall(codex, json.dumps(codex).encode())
+    other = {"type": "namespace", "name": "mcp__notes", "tools": [{**recall, "name": "find"}]}
+    assert not offers_recall({"tools": [other]}, json.dumps({"tools": [other]}).encode())

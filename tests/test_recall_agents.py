@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from agents.claude import ClaudeHome, run_claude
-from agents.script import Reply, Script, ToolCall
+from agents.script import DONE, Reply, Script, ToolCall
 from agents.server import ModelServer
 from serve_support import CTXPACK, Serving
 
@@ -20,6 +22,17 @@ RECALL_TOOL = "mcp__ctxpack__recall"
 # Claude Code defers MCP tools behind its tool search unless told not to
 EAGER = {"ENABLE_TOOL_SEARCH": "false"}
 HANDLE = re.compile(r"; recall ([0-9a-f]{12})\]")
+
+
+@contextmanager
+def recalling(script: Script, env: dict[str, str]) -> Iterator[tuple[ModelServer, Serving]]:
+    """The model server playing ``script``, and serve in front of it sharing the store of
+    originals with ``ctxpack mcp`` (``env``); every old result a marker at once."""
+    with (
+        ModelServer(script) as model,
+        Serving(model.url, "--policy", "every-turn", "--keep-recent", "1", env=env) as proxy,
+    ):
+        yield model, proxy
 
 
 def _texts(body: Any) -> str:
@@ -57,8 +70,7 @@ def test_claude_code_recalls_a_truncated_output_through_ctxpack_mcp(tmp_path: Pa
     mcp_config.write_text(json.dumps({"mcpServers": {"ctxpack": server_entry}}))
     home, project = ClaudeHome(tmp_path / "claude"), tmp_path / "project"
     project.mkdir()
-    serve_args = ("--policy", "every-turn", "--keep-recent", "1")
-    with ModelServer(recalling_model()) as model, Serving(model.url, *serve_args, env=env) as proxy:
+    with recalling(recalling_model(), env) as (model, proxy):
         extra = ["--mcp-config", str(mcp_config), "--strict-mcp-config"]
         run_claude(home, project, "count", proxy, extra=extra, more_env=EAGER, timeout=300).check()
         turns = [request.body for request in model.turn_requests]
@@ -122,11 +134,7 @@ def test_qwen_code_recalls_through_its_tool_bridge(tmp_path: Path) -> None:
     ]
     home, project = QwenHome(tmp_path / "qwen"), tmp_path / "project"
     project.mkdir()
-    serve_args = ("--policy", "every-turn", "--keep-recent", "1")
-    with (
-        ModelServer(Script(replies=replies, reacting=react)) as model,
-        Serving(model.url, *serve_args, env=env) as proxy,
-    ):
+    with recalling(Script(replies=replies, reacting=react), env) as (model, proxy):
         run_qwen(home, project, "count", proxy, more_settings={"mcpServers": servers}, timeout=300)
         bodies = [request.body for request in model.turn_requests]
     assert asked, "no marker with a handle reached the model"
@@ -151,3 +159,64 @@ def _as_text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(part.get("text", "") for part in content if isinstance(part, dict))
     return content if isinstance(content, str) else ""
+
+
+def test_codex_recalls_through_its_mcp_namespace(tmp_path: Path) -> None:
+    """Codex offers ``ctxpack mcp``'s tools as the Responses namespace ``mcp__ctxpack`` (once the
+    server has started: its first request may go without it); the model calls ``recall`` in
+    that namespace and the original comes back as the call's output."""
+    from agents.codex import CodexHome, run_codex
+
+    state = tmp_path / "state"
+    env = {"XDG_STATE_HOME": str(state)}
+    mcp_server = [
+        "[mcp_servers.ctxpack]",
+        f"command = {json.dumps(str(CTXPACK))}",
+        'args = ["mcp"]',
+        f"env = {{ XDG_STATE_HOME = {json.dumps(str(state))} }}",
+    ]
+    asked: list[str] = []
+
+    def react(body: Any) -> Reply | None:
+        if asked:
+            return DONE  # the recall's output is in this request
+        if not isinstance(body, dict) or not _offers_namespace(body, "mcp__ctxpack"):
+            return None
+        found = HANDLE.search(_texts(body.get("input")))
+        if found is None:
+            return None
+        asked.append(found.group(1))
+        recall = ToolCall("recall", {"handle": asked[0]}, namespace="mcp__ctxpack")
+        return Reply(text="Looking again.", calls=(recall,))
+
+    # steps of a second or more, until the MCP server is up (Codex offers its tools from then
+    # on) and a marker with a handle has reached the model
+    replies = [
+        Reply(
+            text=f"Step {n}.",
+            calls=(ToolCall("exec_command", {"cmd": f"sleep 1; seq {n} 3 6000"}),),
+        )
+        for n in range(1, 16)
+    ]
+    home, project = CodexHome(tmp_path / "codex"), tmp_path / "project"
+    project.mkdir()
+    with recalling(Script(replies=replies, reacting=react), env) as (model, proxy):
+        run_codex(home, project, "count", proxy, more_config=mcp_server, timeout=300).check()
+        bodies = [request.body for request in model.model_requests]
+    assert asked, "no marker with a handle reached the model"
+    items = [item for body in bodies if isinstance(body, dict) for item in body.get("input") or ()]
+    recalls = {item["call_id"] for item in items if item.get("name") == "recall"}
+    answers = [
+        _as_text(item.get("output"))
+        for item in items
+        if item.get("type") == "function_call_output" and item.get("call_id") in recalls
+    ]
+    steps = {"\n".join(str(k) for k in range(n, 6001, 3)) for n in range(1, 16)}
+    assert any(step in text for text in answers for step in steps), [t[:300] for t in answers]
+
+
+def _offers_namespace(body: dict[str, Any], name: str) -> bool:
+    return any(
+        tool.get("type") == "namespace" and tool.get("name") == name
+        for tool in body.get("tools") or ()
+    )

@@ -100,6 +100,11 @@ def min_gain(settings: Settings) -> int:
     return MIN_GAIN if settings.min_gain is None else settings.min_gain
 
 
+def requests_to_come(since_cut: int) -> float:
+    """The requests a batch of markers is taken to be read on: half those since the last cut."""
+    return max(since_cut, 1) / 2
+
+
 def request_points(messages: Sequence[Message]) -> list[int]:
     """The requests of a conversation as history lengths: one before each assistant message,
     and the whole conversation (the current request)."""
@@ -269,12 +274,15 @@ class _Walk:
     def _pays_for_itself(self) -> bool:
         """Whether the batch's markers save more than they cost, by Anthropic's prices: what
         they free, read on each request to come, against writing again what follows the first
-        of them (which the cache read until now). As many requests are taken to come as came
-        since the last cut (a conversation that went on long goes on; a short one may stop),
-        counted from the cut alike whether the caller keeps ctxpack's output or not."""
+        of them (which the cache read until now). Stateless, the walk cannot know how many
+        requests are to come; it takes half as many as came since the last cut (counted from
+        the cut alike whether the caller keeps ctxpack's output or not). If a conversation that
+        has reached t requests reaches x·t with the odds 1/x (the Lindy rule: one that went on
+        long goes on), a batch that pays for itself by then fails to at most one time in three;
+        taking as many as came, one time in two."""
         first = self.turns[self.batch[0]][0]
         rewritten = sum(self.units[index] for index in self.live if index >= first)
-        saved = self.batch_gain * READ * max(self.since_cut, 1)
+        saved = self.batch_gain * READ * requests_to_come(self.since_cut)
         return saved >= (WRITE - READ) * (rewritten - self.batch_gain)
 
     def catch_up(self) -> None:

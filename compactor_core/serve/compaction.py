@@ -165,14 +165,25 @@ def offers_recall(body: dict[str, Any], data: bytes) -> bool:
     """Whether the request offers the model a recall tool: ``recall``, or an MCP server's
     (``mcp__ctxpack__recall``), among its tools in any API's shape or deferred."""
     tools = body.get("tools")
-    for tool in tools if isinstance(tools, list) else ():
+    if any(name == "recall" for name in _tool_names(tools if isinstance(tools, list) else [])):
+        return True
+    return MCP_RECALL.search(data) is not None
+
+
+def _tool_names(tools: list[Any]) -> Iterator[str]:
+    """The names of the tools in any API's shape; a Responses namespace's tools too (Codex
+    offers an MCP server's tools as one, ``{"type": "namespace", "name": "mcp__ctxpack",
+    "tools": [...]}``, and the model calls ``recall`` in it)."""
+    for tool in tools:
         if not isinstance(tool, dict):
             continue
         function = tool.get("function")
         name = function.get("name") if isinstance(function, dict) else tool.get("name")
-        if name == "recall":
-            return True
-    return MCP_RECALL.search(data) is not None
+        if isinstance(name, str):
+            yield name
+        inner = tool.get("tools") if tool.get("type") == "namespace" else None
+        if isinstance(inner, list):
+            yield from _tool_names(inner)
 
 
 def _as_is(data: bytes, reason: str) -> Forwarded:

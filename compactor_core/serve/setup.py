@@ -4,8 +4,9 @@
   as it was (JSON, indented by 2).
 - Codex: ``config.toml``: ``model_provider = "ctxpack"`` and a ``[model_providers.ctxpack]`` table
   at serve, WebSockets off: the built-in OpenAI provider's stand-in
-  (``pointing.codex_provider``), or a copy of the user's own provider at serve. The file
-  is edited as text, so its comments and layout stay.
+  (``pointing.codex_provider``), or a copy of the user's own provider at serve; with the
+  ``mcp`` extra, ``ctxpack mcp`` as ``[mcp_servers.ctxpack]`` (Codex offers its tools as the
+  namespace ``mcp__ctxpack``). The file is edited as text, so its comments and layout stay.
 
 - Claude Code's ``.claude.json`` (with the ``mcp`` extra): ``ctxpack mcp`` among its MCP servers,
   so the model can recall what a marker replaced; ``undo`` takes that entry out again.
@@ -27,7 +28,7 @@ from ..errors import ConfigError, UsageError
 from .pointing import CODEX_PROVIDER, Pointing, codex_provider, toml_value
 
 BACKUP = ".before-ctxpack"
-MCP_SERVER = "ctxpack"  # its name among Claude Code's MCP servers: tools mcp__ctxpack__*
+MCP_SERVER = "ctxpack"  # its name among the agents' MCP servers: tools mcp__ctxpack__*
 ABSENT = ".before-ctxpack.absent"
 _TABLE_HEADER = re.compile(r"^\s*\[")
 
@@ -65,17 +66,26 @@ def claude_mcp_removed(old: bytes) -> bytes | None:
     return _json_bytes(state) if state else None
 
 
-def codex_config(old: bytes | None, route: Pointing, base_url: str) -> bytes:
-    """Codex's ``config.toml`` with the provider ``ctxpack`` at ``base_url`` chosen."""
+def codex_config(
+    old: bytes | None, route: Pointing, base_url: str, mcp_command: str | None = None
+) -> bytes:
+    """Codex's ``config.toml`` with the provider ``ctxpack`` at ``base_url`` chosen, and with
+    ``mcp_command mcp`` as its MCP server ``ctxpack`` when one is given."""
     text = old.decode("utf-8") if old else ""
     if route.codex_provider:
-        table = _own_provider_at(text, route.codex_provider, base_url)
+        provider = _own_provider_at(text, route.codex_provider, base_url)
     else:
-        table = codex_provider(base_url)
-    lines = _without_table(text.splitlines(), f"model_providers.{CODEX_PROVIDER}")
+        provider = codex_provider(base_url)
+    tables = {f"model_providers.{CODEX_PROVIDER}": provider}
+    if mcp_command is not None:
+        tables[f"mcp_servers.{MCP_SERVER}"] = {"command": mcp_command, "args": ["mcp"]}
+    lines = text.splitlines()
+    for name in (f"model_providers.{CODEX_PROVIDER}", f"mcp_servers.{MCP_SERVER}"):
+        lines = _without_table(lines, name)
     lines = _with_top_level(lines, "model_provider", json.dumps(CODEX_PROVIDER))
     body = "\n".join(lines).rstrip("\n")
-    return f"{body}\n\n[model_providers.{CODEX_PROVIDER}]\n{_table_lines(table)}".lstrip().encode()
+    added = "\n".join(f"[{name}]\n{_table_lines(table)}" for name, table in tables.items())
+    return f"{body}\n\n{added}".lstrip().encode()
 
 
 def keep_original(path: Path) -> None:

@@ -58,16 +58,15 @@ def output_items(reply: Reply) -> list[dict[str, Any]]:
             }
         )
     for call in reply.calls:
-        items.append(
-            {
-                "type": "function_call",
-                "id": new_id("fc_"),
-                "call_id": new_id("call_"),
-                "name": call.name,
-                "arguments": json.dumps(call.arguments),
-                "status": "completed",
-            }
-        )
+        item = {
+            "type": "function_call",
+            "id": new_id("fc_"),
+            "call_id": new_id("call_"),
+            "name": call.name,
+            "arguments": json.dumps(call.arguments),
+            "status": "completed",
+        }
+        items.append({**item, "namespace": call.namespace} if call.namespace else item)
     return items
 
 

@@ -19,6 +19,7 @@ from typing import Any
 class ToolCall:
     name: str
     arguments: dict[str, Any]
+    namespace: str = ""  # Responses API: the namespace tool the called one is in (Codex's MCP)
 
 
 @dataclass(frozen=True)
