@@ -1,5 +1,6 @@
-"""What serve keeps of the histories it was sent (serve/memo.py, the ledger's links): a request
-gets the same bytes and the same figures with them as without them."""
+"""What serve keeps of the histories it was sent (serve/memo.py, the ledger's links, the analysis
+of stale results taken up where it stopped): a request gets the same bytes and the same figures
+with them as without them."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from strategies import conversations, text_blocks, texts
 
 from compactor_core.compaction.estimate import HEURISTIC, estimate
+from compactor_core.compaction.staleness import Analysis, analyse
 from compactor_core.compaction.status import Status
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.serve.compaction import Compactor
@@ -95,3 +97,27 @@ def test_a_conversation_through_one_proxy_is_forwarded_as_by_a_new_one_each_time
         summaries.append(forwarded.report.summary)
     assert Status.COMPACTED in summaries
     assert proxy.provider.reused > 0  # cuts found again: their compactions were given again
+
+
+@given(conversations(max_turns=12), st.data())
+def test_an_analysis_taken_up_from_a_copy_finds_what_one_reading_finds(
+    messages: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    split = data.draw(st.integers(0, len(messages)))
+    first = Analysis()
+    first.read(messages[:split])
+    taken_up = first.copy()
+    first.read(messages)  # the first goes on otherwise: the copy is on its own
+    taken_up.read(messages[split:])
+    assert taken_up.staleness() == analyse(messages)
+
+
+@pytest.mark.parametrize("transcript", ["cc_kimi_516b7270.json", "oai_openhands_ponyc4593.json"])
+def test_the_stale_results_of_a_growing_conversation_are_found_as_by_one_reading(
+    transcript: str,
+) -> None:
+    kept, settings = KeptResults(None), Settings()
+    histories = growing(transcript)
+    for messages in [*histories, histories[-1], histories[0]]:  # sent again, and the first
+        assert kept.for_request().staleness(messages, settings) == analyse(messages)
+    assert analyse(histories[-1]).superseded  # there were some to find

@@ -45,7 +45,7 @@ from ..settings import Settings
 from .estimate import Counter, message_units, units_to_tokens
 from .full import find_pending_turn
 from .memo import NO_MEMO, Memo
-from .micro import mark_turns, staleness_of
+from .micro import mark_turns
 from .staleness import NONE, Staleness
 from .tokenizers import counter as counter_named
 
@@ -213,7 +213,7 @@ class _Walk:
         self.marked_units = {
             index: message_units(every[index], counter) for turn in self.turns for index in turn
         }
-        self.staleness = staleness_of(messages, settings)
+        self.staleness = memo.staleness(messages, settings)
         self.stale = _StaleResults(messages, settings, counter, self.staleness)
         per_token = counter.per_token
         self.fixed_units = fixed_tokens * per_token

@@ -3,7 +3,8 @@ result, so a memo changes how long a run takes, never what it gives.
 
 A single run computes everything (``NO_MEMO``). A proxy is sent the same history again and
 again, each time with a little more at its end, and keeps what the cache-aware policy computed of
-it (``serve.memo``): each message's count, and the full compactions of its cuts.
+it (``serve.memo``): each message's count, the analysis of its stale results, and the full
+compactions of its cuts.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..conversation.formats import Message
 from .estimate import Counter, estimate, message_units, units_to_tokens
+from .micro import staleness_of
+from .staleness import Staleness
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -28,6 +31,11 @@ class Memo:
         """The estimate of ``messages`` and a request envelope's ``system``
         (``estimate.estimate``, default profile)."""
         return estimate(messages, system, counter=counter)
+
+    def staleness(self, messages: list[Message], settings: Settings) -> Staleness:
+        """The conversation's stale results, when the settings put them first
+        (``micro.staleness_of``)."""
+        return staleness_of(messages, settings)
 
     def compaction(self, messages: list[Message], settings: Settings) -> list[Message] | None:
         """The result of the full compaction of ``messages`` under ``settings``, if one was kept

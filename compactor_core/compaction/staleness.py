@@ -23,8 +23,9 @@ result marked before it went stale keeps its truncation marker (``Staleness.of``
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..conversation.formats import Message
@@ -41,7 +42,7 @@ from ..conversation.tool_rules import (
     rules_table,
     touches,
 )
-from ..conversation.tools import blocks, is_block, result_holders, tool_name, tool_result_turns
+from ..conversation.tools import blocks, has_tool_result_block, is_block, result_holders, tool_name
 from .estimate import HEURISTIC, Counter, message_units, units_to_tokens
 
 SUPERSEDED_PREFIX = "[superseded:"
@@ -118,32 +119,84 @@ class _Result:
 
 def analyse(messages: list[Message], rules: Rules = ()) -> Staleness:
     """Every stale result of the conversation, by the built-in rules and ``rules``."""
-    table = rules_table(rules)
-    calls: dict[str, tuple[str, Any]] = {}
-    turn_of = {
-        index: number for number, turn in enumerate(tool_result_turns(messages)) for index in turn
-    }
-    current: dict[tuple[str, str], list[tuple[_Result, Touch]]] = {}
-    superseded: dict[str, Supersession] = {}
-    for index, message in enumerate(messages):
+    analysis = Analysis(rules)
+    analysis.read(messages)
+    return analysis.staleness()
+
+
+class Analysis:
+    """The analysis of a conversation read so far, message after message: what a conversation
+    that goes on from it needs is kept, so that it can be taken up from a ``copy``."""
+
+    def __init__(self, rules: Rules = ()) -> None:
+        self.table = rules_table(rules)
+        self.calls: dict[str, tuple[str, Any]] = {}
+        self.current: dict[tuple[str, str], list[tuple[_Result, Touch]]] = {}
+        self.superseded: dict[str, Supersession] = {}
+        self.count = 0  # messages read
+        self.turns = 0  # tool-result turns begun (tools.tool_result_turns)
+        self.in_tool_run = False
+
+    def read(self, messages: list[Message]) -> None:
+        """Read on: ``messages`` follow those read so far."""
+        for message in messages:
+            self._read(message)
+
+    def staleness(self) -> Staleness:
+        return Staleness(dict(self.superseded))
+
+    def copy(self) -> Analysis:
+        """An analysis that goes on from here on its own."""
+        copied = copy.copy(self)
+        copied.calls = dict(self.calls)
+        copied.superseded = dict(self.superseded)
+        results: dict[int, _Result] = {}  # a result is under each subject it touched: one copy
+
+        def own(result: _Result) -> _Result:
+            if id(result) not in results:
+                results[id(result)] = replace(result)
+            return results[id(result)]
+
+        copied.current = {
+            subject: [(own(result), touch) for result, touch in pairs]
+            for subject, pairs in self.current.items()
+        }
+        return copied
+
+    def _read(self, message: Message) -> None:
+        index = self.count
+        self.count += 1
+        turn = self._turn(message)
         for call_id, name, arguments in _calls(message):
-            calls[call_id] = (name, arguments)
+            self.calls[call_id] = (name, arguments)
         for call_id, holder in _results(message):
-            if call_id not in calls:
+            if call_id not in self.calls:
                 continue
-            tool, arguments = calls[call_id]
-            touched = list(dict.fromkeys(touches(tool, arguments, table)))
+            tool, arguments = self.calls[call_id]
+            touched = list(dict.fromkeys(touches(tool, arguments, self.table)))
             if not touched:
                 continue
-            turn = turn_of.get(index, 0)
             if holder.get("is_error") is not True:
                 for touch in touched:
-                    for done in _supersede(current, touch, index, turn):
-                        superseded[done[0]] = done[1]
+                    for done in _supersede(self.current, touch, index, turn):
+                        self.superseded[done[0]] = done[1]
             result = _Result(call_id, tool, touched, turn, len(touched))
             for touch in touched:
-                current.setdefault((touch.domain, touch.subject), []).append((result, touch))
-    return Staleness(superseded)
+                self.current.setdefault((touch.domain, touch.subject), []).append((result, touch))
+
+    def _turn(self, message: Message) -> int:
+        """The position of the message's tool-result turn (0 if it is none), as
+        ``tools.tool_result_turns`` numbers them."""
+        if message.get("role") == "tool":
+            if not self.in_tool_run:
+                self.turns += 1
+            self.in_tool_run = True
+            return self.turns - 1
+        self.in_tool_run = False
+        if not has_tool_result_block(message):
+            return 0
+        self.turns += 1
+        return self.turns - 1
 
 
 def _supersede(

@@ -16,13 +16,18 @@ from typing import TYPE_CHECKING
 
 from ..compaction.estimate import Counter
 from ..compaction.memo import KeptCounts
+from ..compaction.staleness import Analysis, Staleness
 from ..conversation.formats import Message, dumps
+from ..conversation.tool_rules import Rules
+from .ledger import DIGEST, Links
 
 if TYPE_CHECKING:
     from ..settings import Settings
     from .summaries import KeptCompactions
 
-BUDGET = 16 << 20  # bytes of messages whose counts are kept
+BUDGET = 16 << 20  # bytes of messages whose counts (and prefixes' prints) are kept
+ANALYSES = 64  # analyses of stale results kept, each where a request's history ended
+START = bytes(DIGEST)  # the print of no message
 
 
 class KeptResults(KeptCounts):
@@ -34,6 +39,8 @@ class KeptResults(KeptCounts):
         self._units: OrderedDict[tuple[str, bytes], int] = OrderedDict()
         self._size = 0
         self._lock = threading.Lock()
+        self.prints = Links(budget)  # of each prefix of a history, by the JSON of its messages
+        self._analyses: OrderedDict[tuple[Rules, bytes], Analysis] = OrderedDict()
 
     def units(self, message: Message, counter: Counter) -> int:
         return self.units_of(message, dumps(message), counter)
@@ -70,6 +77,24 @@ class KeptResults(KeptCounts):
     def for_request(self) -> RequestResults:
         return RequestResults(self)
 
+    def analysis(self, rules: Rules, prints: list[bytes]) -> tuple[int, Analysis | None]:
+        """The analysis of the longest prefix kept (its length), by the prints of the
+        prefixes; never to be read on (``Analysis.copy``)."""
+        with self._lock:
+            for length in range(len(prints) - 1, 0, -1):
+                analysis = self._analyses.get((rules, prints[length]))
+                if analysis is not None:
+                    self._analyses.move_to_end((rules, prints[length]))
+                    return length, analysis
+        return 0, None
+
+    def keep_analysis(self, rules: Rules, print_: bytes, analysis: Analysis) -> None:
+        with self._lock:
+            self._analyses[(rules, print_)] = analysis
+            self._analyses.move_to_end((rules, print_))
+            while len(self._analyses) > ANALYSES:
+                self._analyses.popitem(last=False)
+
 
 class RequestResults(KeptCounts):
     """``KeptResults`` for one request, which asks about each of its messages more than once
@@ -96,6 +121,23 @@ class RequestResults(KeptCounts):
             units = self.kept.units_of(message, self.text(message), counter)
             counted = self._counted[key] = (message, units)
         return counted[1]
+
+    def staleness(self, messages: list[Message], settings: Settings) -> Staleness:
+        """Taken up where the analysis of the longest prefix of ``messages`` seen stopped: the
+        analysis reads a conversation message after message."""
+        if not settings.stale_first:
+            return super().staleness(messages, settings)
+        prints = [START]
+        for message in messages:
+            prints.append(self.kept.prints.after(prints[-1], self.text(message)))
+        rules = settings.tool_rules
+        read, kept = self.kept.analysis(rules, prints)
+        if kept is not None and read == len(messages):
+            return kept.staleness()
+        analysis = Analysis(rules) if kept is None else kept.copy()
+        analysis.read(messages[read:])
+        self.kept.keep_analysis(rules, prints[-1], analysis)
+        return analysis.staleness()
 
     def compaction(self, messages: list[Message], settings: Settings) -> list[Message] | None:
         return self.kept.compaction(messages, settings)
