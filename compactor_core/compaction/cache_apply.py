@@ -22,7 +22,7 @@ from .cache_plan import Cut, Plan, Timing, plan
 from .estimate import estimate
 from .full import full_compact
 from .memo import NO_MEMO, Memo
-from .micro import MicroResult, mark_turns
+from .micro import Layout, MicroResult, mark_turns
 from .status import Status
 from .tokenizers import counter
 
@@ -63,12 +63,19 @@ def plan_request(
 
 
 def marks_of(
-    messages: list[Message], settings: Settings, plan: Plan, cut: Cut | None = None
+    messages: list[Message],
+    settings: Settings,
+    plan: Plan,
+    cut: Cut | None = None,
+    layout: Layout | None = None,
 ) -> tuple[list[Message], MicroResult]:
-    """The markers the plan (or one of its cuts) decided, as they read when they were made."""
+    """The markers the plan (or one of its cuts) decided, as they read when they were made;
+    ``layout``: the messages', when the caller has it already."""
     decided = cut or plan
     at = dict(decided.marked_at)
-    return mark_turns(messages, settings, decided.marked, at, decided.single, plan.staleness)
+    return mark_turns(
+        messages, settings, decided.marked, at, decided.single, plan.staleness, layout
+    )
 
 
 def micro_in_batches(
@@ -117,7 +124,8 @@ def carry_out(
     memo: Memo = NO_MEMO,
 ) -> StableResult | Cut:
     """The request the plan describes, or the earlier cut whose summary failed."""
-    final, micro = marks_of(messages, settings, the_plan)
+    layout = Layout.of(messages)  # for every marking of the messages below
+    final, micro = marks_of(messages, settings, the_plan, None, layout)
     if not the_plan.cuts:
         return StableResult(final, the_plan, micro, Status.NOT_RUN)
     check_ready(provider)
@@ -130,11 +138,11 @@ def carry_out(
         now = the_plan.cuts_now and number == len(the_plan.cuts) - 1
         if now and before_summary is not None:
             before_summary()
-        compacted = _compact_at(messages, head, the_plan, cut, settings, provider, memo)
+        compacted = _compact_at(messages, head, the_plan, cut, settings, provider, memo, layout)
         if isinstance(compacted, ProviderError):
             if not now:
                 return cut
-            marked, micro = marks_of(messages, settings, the_plan, cut)  # all before the cut
+            marked, micro = marks_of(messages, settings, the_plan, cut, layout)  # all before it
             unmade = [*head, *(marked[index] for index in cut.live)]
             return StableResult(unmade, the_plan, micro, Status.FAILED, compacted)
         head = heads[key] = compacted
@@ -151,9 +159,10 @@ def _compact_at(
     settings: Settings,
     provider: Summarizer,
     memo: Memo = NO_MEMO,
+    layout: Layout | None = None,
 ) -> list[Message] | ProviderError:
     """The new head: the request at the cut, its pending turn left out; or why it failed."""
-    then, _ = marks_of(messages, settings, the_plan, cut)
+    then, _ = marks_of(messages, settings, the_plan, cut, layout)
     summarized = [*head, *(then[index] for index in cut.live)]
     compacted = memo.compaction(summarized, settings)
     if compacted is None:

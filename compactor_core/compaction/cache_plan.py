@@ -39,13 +39,13 @@ from typing import Any
 
 from ..conversation.formats import Message
 from ..conversation.prompts import PROMPTS, SUMMARY_PREFIX
-from ..conversation.tools import result_holders, tool_result_turns
+from ..conversation.tools import result_holders
 from ..defaults import MIN_GAIN
 from ..settings import Settings
 from .estimate import Counter, message_units, units_to_tokens
 from .full import find_pending_turn
 from .memo import NO_MEMO, Memo
-from .micro import mark_turns
+from .micro import Layout, mark_turns
 from .staleness import NONE, Staleness
 from .tokenizers import counter as counter_named
 
@@ -205,16 +205,18 @@ class _Walk:
         self.messages, self.settings, self.counter = messages, settings, counter
         self.payback = payback
         self.units = [memo.units(message, counter) for message in messages]  # as sent now
-        self.turns = tool_result_turns(messages)
+        layout = Layout.of(messages)
+        self.turns = layout.turns
         self.turn_starts = [turn[0] for turn in self.turns]
         # what an old turn's markers free, as its truncation markers: a batch of old turns fills
         # as it does by age alone (stale results only join it sooner)
-        every, _ = mark_turns(messages, replace(settings, stale=False), range(len(self.turns)))
+        unstale = replace(settings, stale=False)
+        every, _ = mark_turns(messages, unstale, range(len(self.turns)), layout=layout)
         self.marked_units = {
             index: message_units(every[index], counter) for turn in self.turns for index in turn
         }
         self.staleness = memo.staleness(messages, settings)
-        self.stale = _StaleResults(messages, settings, counter, self.staleness)
+        self.stale = _StaleResults(messages, settings, counter, self.staleness, layout)
         per_token = counter.per_token
         self.fixed_units = fixed_tokens * per_token
         self.threshold_units = settings.threshold * per_token
@@ -367,12 +369,19 @@ class _StaleResults:
     marker frees, and the request from which on it is stale."""
 
     def __init__(
-        self, messages: list[Message], settings: Settings, counter: Counter, stale: Staleness
+        self,
+        messages: list[Message],
+        settings: Settings,
+        counter: Counter,
+        stale: Staleness,
+        layout: Layout,
     ) -> None:
         duplicates = stale.duplicates()
         self.index: dict[str, int] = {}
         self.gains: dict[str, int] = {}
-        marked, _ = mark_turns(messages, settings, (), single=duplicates, stale=stale)
+        marked, _ = mark_turns(
+            messages, settings, (), single=duplicates, stale=stale, layout=layout
+        )
         for index, (before, after) in enumerate(zip(messages, marked, strict=True)):
             if before is after:
                 continue

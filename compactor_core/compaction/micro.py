@@ -18,6 +18,7 @@ from typing import Any
 from ..conversation.formats import Message
 from ..conversation.tools import (
     UNKNOWN_TOOL,
+    ToolNames,
     blocks,
     is_block,
     tool_names,
@@ -118,6 +119,19 @@ def with_old_images(
     return marked, replace(done, images=images)
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Where a conversation's tool results are (``tools.tool_result_turns``) and the tool each
+    answers (``tools.tool_names``): what every marking of it reads, found once for them all."""
+
+    turns: list[list[int]]
+    names: ToolNames
+
+    @classmethod
+    def of(cls, messages: list[Message]) -> Layout:
+        return cls(tool_result_turns(messages), tool_names(messages))
+
+
 def mark_turns(
     messages: list[Message],
     settings: Settings,
@@ -125,6 +139,7 @@ def mark_turns(
     marked_at: Mapping[int, int] | None = None,
     single: Collection[str] = (),
     stale: Staleness | None = None,
+    layout: Layout | None = None,
 ) -> tuple[list[Message], MicroResult]:
     """Micro compaction of the chosen tool-result turns only (positions in
     ``tool_result_turns(messages)``, oldest 0), by the same rules: the cache-aware policy picks
@@ -132,8 +147,10 @@ def mark_turns(
 
     ``marked_at``: the request (history length) each turn was marked at, whose staleness its
     markers show; ``single``: stale results of other turns (call ids) marked as well; ``stale``:
-    the conversation's staleness, when the caller has it already (None: found here)."""
-    turns = tool_result_turns(messages)
+    the conversation's staleness, when the caller has it already (None: found here); ``layout``:
+    the conversation's, likewise."""
+    layout = layout or Layout.of(messages)
+    turns = layout.turns
     at = marked_at or {}
     takes = [
         Take(turns[position], at.get(position))
@@ -145,7 +162,7 @@ def mark_turns(
         takes += [Take(turn, None, only) for turn in turns if _answers(messages, turn, only)]
     settings = replace(settings, compat=False)
     found = stale if stale is not None else staleness_of(messages, settings)
-    return _truncate(messages, takes, settings, found)
+    return _truncate(messages, takes, settings, found, layout.names)
 
 
 def _answers(messages: list[Message], turn: list[int], calls: frozenset[str]) -> bool:
@@ -155,14 +172,19 @@ def _answers(messages: list[Message], turn: list[int], calls: frozenset[str]) ->
 
 
 def _truncate(
-    messages: list[Message], takes: list[Take], settings: Settings, stale: Staleness = NONE
+    messages: list[Message],
+    takes: list[Take],
+    settings: Settings,
+    stale: Staleness = NONE,
+    names: dict[str, str] | None = None,
 ) -> tuple[list[Message], MicroResult]:
     compat = settings.compat
     compacted = list(messages)
     if not takes:
         return compacted, MicroResult(0, 0)
     results = _reference_results if compat else _tool_results
-    names = (bareagent.tool_names if compat else tool_names)(messages)
+    if names is None:
+        names = (bareagent.tool_names if compat else tool_names)(messages)
     truncated = removed = 0
     for take in takes:
         for index in take.indexes:
