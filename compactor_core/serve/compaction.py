@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..compaction.handles import replaced_originals
+from ..compaction.memo import Memo
 from ..compaction.pipeline import measure, run
 from ..compaction.status import Status
 from ..conversation.formats import Conversation, Message, dumps, load_value
@@ -81,11 +82,11 @@ class Compactor:
     # settings say so, or when the request offers the model a recall tool (``ctxpack mcp``)
     originals: OriginalsStore | None = None
     # what the policy computed of the histories before, for the requests that send them again
-    _memo: KeptResults = field(init=False, repr=False)
+    _kept: KeptResults = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         kept = isinstance(self.provider, KeptSummarizer)
-        self._memo = KeptResults(self.provider.compactions() if kept else None)
+        self._kept = KeptResults(self.provider.compactions() if kept else None)
 
     def compact(self, wire: Wire, data: bytes) -> Forwarded:
         try:
@@ -106,7 +107,7 @@ class Compactor:
             return _as_is(data, "no history")
         settings = self._settings_for(body, data)
         run_settings = RunSettings("auto", settings, measure=True)
-        memo = self._memo.for_request()
+        memo = self._kept.for_request()
         outcome = run(run_settings, conversation, self.provider, memo=memo)
         before = conversation.messages
         tokens_in = outcome.tokens_before or 0
@@ -130,8 +131,8 @@ class Compactor:
             summary=outcome.full,
             error=str(outcome.error) if outcome.error else "",
             reuse=reuse,
-            cached_in=self._cached(tokens_in, before, reuse.sent_prefix, reuse),
-            cached_out=self._cached(tokens_out, after, reuse.forwarded_prefix, reuse),
+            cached_in=self._cached(tokens_in, before, reuse.sent_prefix, reuse, memo),
+            cached_out=self._cached(tokens_out, after, reuse.forwarded_prefix, reuse, memo),
             pricing=wire.cache_pricing,
         )
         if not outcome.changed:
@@ -146,13 +147,15 @@ class Compactor:
             return self.settings
         return replace(self.settings, recall=True)
 
-    def _cached(self, tokens: int, messages: list[Message], prefix: int, reuse: Reuse) -> int:
+    def _cached(
+        self, tokens: int, messages: list[Message], prefix: int, reuse: Reuse, memo: Memo
+    ) -> int:
         """Of ``tokens`` (the system prompt and ``messages``), those of the system prompt and the
         first ``prefix`` messages, if the cache holds anything of this conversation: counted as
         what the rest is not, since the rest is the few messages a caller adds each time."""
         if not reuse.previous:
             return 0
-        rest = measure(Conversation(messages[prefix:]), self.settings, self._memo)
+        rest = measure(Conversation(messages[prefix:]), self.settings, memo)
         return max(tokens - rest, 0)
 
 

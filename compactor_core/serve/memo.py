@@ -1,11 +1,14 @@
 """What serve's policy computed of the histories it was sent, kept for the requests that send
 them again (``compaction.memo``): a caller re-sends its whole history each time, a little more at
-its end, so nearly every message was counted before.
+its end, so nearly every message was seen before.
 
 Kept by content, never by conversation: a message's count under the JSON of the message (the
-newest ``budget`` bytes of them), a full compaction under the hash of what it was given
-(``summaries.KeptCompactions``, a deterministic summarizer's only). The same input gives the same
-result, so a request gets the same bytes with or without them.
+newest ``budget`` bytes of them); the print of a list of messages, a hash of their JSON one after
+the other, built from the prints of its prefixes (``ledger.Links``); under a history's print, the
+analysis of its stale results, taken up from there when the history goes on; under the print of
+what it was given, a full compaction (``summaries.KeptCompactions``, a deterministic summarizer's
+only). The same input gives the same result, so a request gets the same bytes with or without
+them.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from ..compaction.estimate import Counter
+from ..compaction.estimate import Counter, message_units
 from ..compaction.memo import KeptCounts
 from ..compaction.staleness import Analysis, Staleness
 from ..conversation.formats import Message, dumps
@@ -30,8 +33,8 @@ ANALYSES = 64  # analyses of stale results kept, each where a request's history 
 START = bytes(DIGEST)  # the print of no message
 
 
-class KeptResults(KeptCounts):
-    """What the policy computed, for every request of every conversation (thread-safe)."""
+class KeptResults:
+    """What the policy found, for every request of every conversation (thread-safe)."""
 
     def __init__(self, compactions: KeptCompactions | None, budget: int = BUDGET) -> None:
         self.compactions = compactions
@@ -42,8 +45,8 @@ class KeptResults(KeptCounts):
         self.prints = Links(budget)  # of each prefix of a history, by the JSON of its messages
         self._analyses: OrderedDict[tuple[Rules, bytes], Analysis] = OrderedDict()
 
-    def units(self, message: Message, counter: Counter) -> int:
-        return self.units_of(message, dumps(message), counter)
+    def for_request(self) -> RequestResults:
+        return RequestResults(self)
 
     def units_of(self, message: Message, text: bytes, counter: Counter) -> int:
         """The count of ``message``, whose JSON is ``text``."""
@@ -53,7 +56,7 @@ class KeptResults(KeptCounts):
             if units is not None:
                 self._units.move_to_end(key)
                 return units
-        units = super().units(message, counter)
+        units = message_units(message, counter)
         with self._lock:
             if key not in self._units:
                 self._size += len(text)
@@ -62,20 +65,6 @@ class KeptResults(KeptCounts):
                 (_, dropped), _ = self._units.popitem(last=False)
                 self._size -= len(dropped)
         return units
-
-    def compaction(self, messages: list[Message], settings: Settings) -> list[Message] | None:
-        if self.compactions is None:
-            return None
-        return self.compactions.get(messages, settings)
-
-    def keep_compaction(
-        self, messages: list[Message], settings: Settings, result: list[Message]
-    ) -> None:
-        if self.compactions is not None:
-            self.compactions.put(messages, settings, result)
-
-    def for_request(self) -> RequestResults:
-        return RequestResults(self)
 
     def analysis(self, rules: Rules, prints: list[bytes]) -> tuple[int, Analysis | None]:
         """The analysis of the longest prefix kept (its length), by the prints of the
@@ -127,9 +116,7 @@ class RequestResults(KeptCounts):
         analysis reads a conversation message after message."""
         if not settings.stale_first:
             return super().staleness(messages, settings)
-        prints = [START]
-        for message in messages:
-            prints.append(self.kept.prints.after(prints[-1], self.text(message)))
+        prints = self.prints(messages)
         rules = settings.tool_rules
         read, kept = self.kept.analysis(rules, prints)
         if kept is not None and read == len(messages):
@@ -140,9 +127,21 @@ class RequestResults(KeptCounts):
         return analysis.staleness()
 
     def compaction(self, messages: list[Message], settings: Settings) -> list[Message] | None:
-        return self.kept.compaction(messages, settings)
+        compactions = self.kept.compactions
+        if compactions is None:
+            return None
+        return compactions.get(self.prints(messages)[-1], settings)
 
     def keep_compaction(
         self, messages: list[Message], settings: Settings, result: list[Message]
     ) -> None:
-        self.kept.keep_compaction(messages, settings, result)
+        if self.kept.compactions is not None:
+            self.kept.compactions.put(self.prints(messages)[-1], settings, result)
+
+    def prints(self, messages: list[Message]) -> list[bytes]:
+        """The print of each prefix of ``messages``, the empty one first: a hash of the JSON of
+        its messages, one after the other."""
+        prints = [START]
+        for message in messages:
+            prints.append(self.kept.prints.after(prints[-1], self.text(message)))
+        return prints

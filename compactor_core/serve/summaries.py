@@ -181,10 +181,10 @@ class KeptSummarizer:
 
 
 class KeptCompactions:
-    """The newest ``memory`` full compactions (``compaction.memo.Memo.compaction``), by the hash of
-    what they were given (the settings, the JSON of the messages): the same give the same result
-    again, word for word, with a deterministic summarizer. ``given_again`` is told each time
-    one is, as its summary is given again."""
+    """The newest ``memory`` full compactions (``compaction.memo.Memo.compaction``), by what
+    they were given: the settings and the print of the messages (``memo.KeptResults.print``).
+    The same give the same result again, word for word, with a deterministic summarizer;
+    ``given_again`` is told each time one is, as its summary is given again."""
 
     def __init__(self, given_again: Callable[[], None], memory: int = MEMORY) -> None:
         self.given_again = given_again
@@ -192,27 +192,19 @@ class KeptCompactions:
         self._recent: OrderedDict[tuple[Settings, bytes], list[Message]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, messages: list[Message], settings: Settings) -> list[Message] | None:
-        key = (settings, _digest(messages))
+    def get(self, messages: bytes, settings: Settings) -> list[Message] | None:
+        """The result of the compaction of the messages of this print, if kept."""
         with self._lock:
-            result = self._recent.get(key)
+            result = self._recent.get((settings, messages))
             if result is None:
                 return None
-            self._recent.move_to_end(key)
+            self._recent.move_to_end((settings, messages))
         self.given_again()
         return result
 
-    def put(self, messages: list[Message], settings: Settings, result: list[Message]) -> None:
-        key = (settings, _digest(messages))
+    def put(self, messages: bytes, settings: Settings, result: list[Message]) -> None:
         with self._lock:
-            self._recent[key] = result
-            self._recent.move_to_end(key)
+            self._recent[(settings, messages)] = result
+            self._recent.move_to_end((settings, messages))
             while len(self._recent) > self.memory:
                 self._recent.popitem(last=False)
-
-
-def _digest(messages: list[Message]) -> bytes:
-    digest = hashlib.sha256()
-    for message in messages:  # each a JSON object: one after the other, they cannot run together
-        digest.update(dumps(message))
-    return digest.digest()
