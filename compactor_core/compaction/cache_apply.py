@@ -151,6 +151,14 @@ def carry_out(
     )
 
 
+def _sent_then(cut: Cut, layout: Layout) -> Cut:
+    """The cut with only the marked turns of what was sent after the head then: the others'
+    markers are not read."""
+    live = set(cut.live)
+    turns = layout.turns
+    return replace(cut, marked=frozenset(p for p in cut.marked if live.issuperset(turns[p])))
+
+
 def _compact_at(
     messages: list[Message],
     head: list[Message],
@@ -162,7 +170,8 @@ def _compact_at(
     layout: Layout | None = None,
 ) -> list[Message] | ProviderError:
     """The new head: the request at the cut, its pending turn left out; or why it failed."""
-    then, _ = marks_of(messages, settings, the_plan, cut, layout)
+    layout = layout or Layout.of(messages)
+    then, _ = marks_of(messages, settings, the_plan, _sent_then(cut, layout), layout)
     summarized = [*head, *(then[index] for index in cut.live)]
     compacted = memo.compaction(summarized, settings)
     if compacted is None:
