@@ -55,11 +55,22 @@ def plan_request(
     system: object = None,
     unmade: frozenset[int] = frozenset(),
     memo: Memo = NO_MEMO,
+    layout: Layout | None = None,
 ) -> Plan:
     """The plan for this request; ``system``: a request envelope's, sent with every request."""
     fixed = estimate([], system, counter=counter(settings.tokenizer)) if system else 0
     deterministic = is_deterministic(provider)
-    return plan(messages, settings, timing, fixed, deterministic, unmade, payback=True, memo=memo)
+    return plan(
+        messages,
+        settings,
+        timing,
+        fixed,
+        deterministic,
+        unmade,
+        payback=True,
+        memo=memo,
+        layout=layout,
+    )
 
 
 def marks_of(
@@ -105,10 +116,13 @@ def compact_stably(
     ``memo``: what was computed before of the same messages (a proxy's), not computed again.
     """
     heads = {} if heads is None else heads
+    layout = Layout.of(messages)  # for the plans and every marking of the messages
     unmade: frozenset[int] = frozenset()
     while True:
-        the_plan = plan_request(messages, settings, provider, timing, system, unmade, memo)
-        result = carry_out(messages, the_plan, settings, provider, heads, before_summary, memo)
+        the_plan = plan_request(messages, settings, provider, timing, system, unmade, memo, layout)
+        result = carry_out(
+            messages, the_plan, settings, provider, heads, before_summary, memo, layout
+        )
         if not isinstance(result, Cut):
             return result
         unmade |= {result.request}
@@ -122,9 +136,10 @@ def carry_out(
     heads: Heads,
     before_summary: Callable[[], None] | None = None,
     memo: Memo = NO_MEMO,
+    layout: Layout | None = None,
 ) -> StableResult | Cut:
     """The request the plan describes, or the earlier cut whose summary failed."""
-    layout = Layout.of(messages)  # for every marking of the messages below
+    layout = layout or Layout.of(messages)
     final, micro = marks_of(messages, settings, the_plan, None, layout)
     if not the_plan.cuts:
         return StableResult(final, the_plan, micro, Status.NOT_RUN)

@@ -121,6 +121,7 @@ def plan(
     unmade: frozenset[int] = frozenset(),
     payback: bool = False,
     memo: Memo = NO_MEMO,
+    layout: Layout | None = None,
 ) -> Plan:
     """The decisions for the current request, the whole of ``messages``.
 
@@ -131,10 +132,11 @@ def plan(
     cut the summarizer refused (a summary not smaller than what it replaces): the walk goes on
     without them, and cuts at a later request instead. ``payback``: a batch is made only when it
     pays for itself too (``auto``'s policy; ``micro --min-gain`` batches by ``min_gain`` alone).
-    ``memo``: each message's count as counted before (a proxy's).
+    ``memo``: each message's count as counted before (a proxy's); ``layout``: the messages',
+    when the caller has it already.
     """
     counter = counter_named(settings.tokenizer)
-    walk = _Walk(messages, settings, counter, fixed_tokens, payback, memo)
+    walk = _Walk(messages, settings, counter, fixed_tokens, payback, memo, layout)
     timing = timing or Timing()
     previous: float | None = None
     for point in request_points(messages):
@@ -201,11 +203,12 @@ class _Walk:
         fixed_tokens: int,
         payback: bool = False,
         memo: Memo = NO_MEMO,
+        layout: Layout | None = None,
     ) -> None:
         self.messages, self.settings, self.counter = messages, settings, counter
         self.payback = payback
         self.units = [memo.units(message, counter) for message in messages]  # as sent now
-        layout = Layout.of(messages)
+        layout = layout or Layout.of(messages)
         self.turns = layout.turns
         self.turn_starts = [turn[0] for turn in self.turns]
         # what an old turn's markers free, as its truncation markers: a batch of old turns fills
