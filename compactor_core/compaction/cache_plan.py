@@ -219,7 +219,7 @@ class _Walk:
             index: message_units(every[index], counter) for turn in self.turns for index in turn
         }
         self.staleness = memo.staleness(messages, settings)
-        self.stale = _StaleResults(messages, settings, counter, self.staleness, layout)
+        self.stale = _StaleResults(messages, settings, counter, self.staleness, layout, memo)
         per_token = counter.per_token
         self.fixed_units = fixed_tokens * per_token
         self.threshold_units = settings.threshold * per_token
@@ -378,6 +378,7 @@ class _StaleResults:
         counter: Counter,
         stale: Staleness,
         layout: Layout,
+        memo: Memo = NO_MEMO,
     ) -> None:
         duplicates = stale.duplicates()
         self.index: dict[str, int] = {}
@@ -392,7 +393,8 @@ class _StaleResults:
             for (call, was), (_, now) in pairs:
                 if was is not now and was.get("content") != now.get("content"):
                     self.index[call] = index
-                    self.gains[call] = _content_units(was, counter) - _content_units(now, counter)
+                    freed = _content_units(was, counter, memo) - _content_units(now, counter, memo)
+                    self.gains[call] = freed
         self.order = sorted((duplicates[call].at, call) for call in self.index)
         self.next = 0
 
@@ -406,5 +408,5 @@ class _StaleResults:
         return found
 
 
-def _content_units(holder: dict[str, Any], counter: Counter) -> int:
-    return message_units({"content": holder.get("content")}, counter)
+def _content_units(holder: dict[str, Any], counter: Counter, memo: Memo) -> int:
+    return memo.units({"content": holder.get("content")}, counter)
