@@ -132,8 +132,8 @@ def plan(
     cut the summarizer refused (a summary not smaller than what it replaces): the walk goes on
     without them, and cuts at a later request instead. ``payback``: a batch is made only when it
     pays for itself too (``auto``'s policy; ``micro --min-gain`` batches by ``min_gain`` alone).
-    ``memo``: each message's count as counted before (a proxy's); ``layout``: the messages',
-    when the caller has it already.
+    ``memo``: what was found before of the same messages (a proxy's: ``memo.py``); ``layout``:
+    the messages', when the caller has it already.
     """
     counter = counter_named(settings.tokenizer)
     walk = _Walk(messages, settings, counter, fixed_tokens, payback, memo, layout)

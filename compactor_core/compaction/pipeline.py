@@ -246,7 +246,8 @@ def default_provider() -> Summarizer:
 
 
 def measure(conversation: Conversation, settings: Settings, memo: Memo = NO_MEMO) -> int:
-    """The estimate by the settings' profile and tokenizer."""
+    """The estimate by the settings' profile and tokenizer; ``memo``: the messages' counts,
+    as counted before (``memo.py``)."""
     tokens = counter(settings.tokenizer)
     if settings.compat:
         return estimate(conversation.messages, conversation.system, True, tokens)
