@@ -202,8 +202,7 @@ def _problem(before: list[Message], after: list[Message]) -> str | None:
         return None
     if not after or after[-1] != before[-1]:
         return "the policy would change the last turn"
-    unpaired = _unpaired(after)
-    broken = unpaired - _unpaired(before) if unpaired else unpaired  # most often none at all
+    broken = _unpaired(after) - _unpaired(before)
     if broken:
         kind, call_id = min(broken)
         return f"the policy would leave tool {kind} {call_id} without its other half"
