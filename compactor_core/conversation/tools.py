@@ -79,8 +79,9 @@ def tool_names(messages: list[Message]) -> ToolNames:
                     names[call_id] = tool_name(block.get("name"))
         for call in message.get("tool_calls") or ():
             function = call.get("function") or {}
+            name = tool_name(function.get("name"))
             if isinstance(call.get("id"), str):
-                names[call["id"]] = tool_name(function.get("name"))
+                names[call["id"]] = name
     return names
 
 
