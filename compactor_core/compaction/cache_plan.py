@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -42,7 +42,7 @@ from ..conversation.prompts import PROMPTS, SUMMARY_PREFIX
 from ..conversation.tools import result_holders
 from ..defaults import MIN_GAIN
 from ..settings import Settings
-from .estimate import Counter, message_units, units_to_tokens
+from .estimate import Counter, units_to_tokens
 from .full import find_pending_turn
 from .memo import NO_MEMO, Memo
 from .micro import Layout, mark_turns
@@ -213,11 +213,7 @@ class _Walk:
         self.turn_starts = [turn[0] for turn in self.turns]
         # what an old turn's markers free, as its truncation markers: a batch of old turns fills
         # as it does by age alone (stale results only join it sooner)
-        unstale = replace(settings, stale=False)
-        every, _ = mark_turns(messages, unstale, range(len(self.turns)), layout=layout)
-        self.marked_units = {
-            index: message_units(every[index], counter) for turn in self.turns for index in turn
-        }
+        self.marked_units = memo.marked_units(messages, settings, layout, counter)
         self.staleness = memo.staleness(messages, settings)
         self.stale = _StaleResults(messages, settings, counter, self.staleness, layout, memo)
         per_token = counter.per_token

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..conversation.formats import Message
 from .estimate import Counter, estimate, message_units, units_to_tokens
-from .micro import staleness_of
+from .micro import Layout, marked_units, staleness_of
 from .staleness import Staleness
 
 if TYPE_CHECKING:
@@ -31,6 +31,13 @@ class Memo:
         """The estimate of ``messages`` and a request envelope's ``system``
         (``estimate.estimate``, default profile)."""
         return estimate(messages, system, counter=counter)
+
+    def marked_units(
+        self, messages: list[Message], settings: Settings, layout: Layout, counter: Counter
+    ) -> dict[int, int]:
+        """Each tool-result message's count with all its results markers
+        (``micro.marked_units``)."""
+        return marked_units(messages, settings, layout, counter)
 
     def staleness(self, messages: list[Message], settings: Settings) -> Staleness:
         """The conversation's stale results, when the settings put them first

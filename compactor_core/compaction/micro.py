@@ -27,7 +27,7 @@ from ..conversation.tools import (
 )
 from ..settings import DEFAULT_SETTINGS, Settings
 from . import bareagent
-from .estimate import json_text
+from .estimate import Counter, json_text, message_units
 from .handles import handle
 from .staleness import NONE, SUPERSEDED_PREFIX, Staleness, analyse
 
@@ -163,6 +163,25 @@ def mark_turns(
     settings = replace(settings, compat=False)
     found = stale if stale is not None else staleness_of(messages, settings)
     return _truncate(messages, takes, settings, found, layout.names)
+
+
+def marked_units(
+    messages: list[Message],
+    settings: Settings,
+    layout: Layout,
+    counter: Counter,
+    positions: Collection[int] | None = None,
+) -> dict[int, int]:
+    """The count of each message of these tool-result turns (positions in ``layout.turns``;
+    None: every one) with all its results truncation markers, stale ones too: what the turns'
+    markers leave of them, by age alone."""
+    chosen = range(len(layout.turns)) if positions is None else positions
+    every, _ = mark_turns(messages, replace(settings, stale=False), chosen, layout=layout)
+    return {
+        index: message_units(every[index], counter)
+        for position in chosen
+        for index in layout.turns[position]
+    }
 
 
 def _answers(messages: list[Message], turn: list[int], calls: frozenset[str]) -> bool:

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any
 
 from ..compaction.estimate import Counter, message_units
 from ..compaction.memo import KeptCounts
+from ..compaction.micro import Layout, marked_units
 from ..compaction.staleness import Analysis, Staleness
 from ..conversation.formats import Message, dumps
 from ..conversation.tool_rules import Rules
+from ..conversation.tools import tool_result_ids
 from .ledger import DIGEST, Links
 
 if TYPE_CHECKING:
@@ -39,7 +42,7 @@ class KeptResults:
     def __init__(self, compactions: KeptCompactions | None, budget: int = BUDGET) -> None:
         self.compactions = compactions
         self.budget = budget
-        self._units: OrderedDict[tuple[str, bytes], int] = OrderedDict()
+        self._found: OrderedDict[tuple[Hashable, bytes], Any] = OrderedDict()
         self._size = 0
         self._lock = threading.Lock()
         self.prints = Links(budget)  # of each prefix of a history, by the JSON of its messages
@@ -50,21 +53,29 @@ class KeptResults:
 
     def units_of(self, message: Message, text: bytes, counter: Counter) -> int:
         """The count of ``message``, whose JSON is ``text``."""
-        key = (counter.name, text)
-        with self._lock:
-            units = self._units.get(key)
-            if units is not None:
-                self._units.move_to_end(key)
-                return units
-        units = message_units(message, counter)
-        with self._lock:
-            if key not in self._units:
-                self._size += len(text)
-            self._units[key] = units
-            while self._size > self.budget and len(self._units) > 1:
-                (_, dropped), _ = self._units.popitem(last=False)
-                self._size -= len(dropped)
+        units = self.found(counter.name, text)
+        if units is None:
+            units = message_units(message, counter)
+            self.keep(counter.name, text, units)
         return units
+
+    def found(self, what: Hashable, text: bytes) -> Any:
+        """What was found of a message whose JSON is ``text`` (``what``: what it is, and
+        what else it depends on); None if nothing was kept."""
+        with self._lock:
+            found = self._found.get((what, text))
+            if found is not None:
+                self._found.move_to_end((what, text))
+            return found
+
+    def keep(self, what: Hashable, text: bytes, found: Any) -> None:
+        with self._lock:
+            if (what, text) not in self._found:
+                self._size += len(text)
+            self._found[(what, text)] = found
+            while self._size > self.budget and len(self._found) > 1:
+                (_, dropped), _ = self._found.popitem(last=False)
+                self._size -= len(dropped)
 
     def analysis(self, rules: Rules, prints: list[bytes]) -> tuple[int, Analysis | None]:
         """The analysis of the longest prefix kept (its length), by the prints of the
@@ -110,6 +121,30 @@ class RequestResults(KeptCounts):
             units = self.kept.units_of(message, self.text(message), counter)
             counted = self._counted[key] = (message, units)
         return counted[1]
+
+    def marked_units(
+        self, messages: list[Message], settings: Settings, layout: Layout, counter: Counter
+    ) -> dict[int, int]:
+        """Found again for the messages seen, by their JSON, the settings, the counter and the
+        tools their results answer: the rest are marked and counted."""
+        units: dict[int, int] = {}
+        given: dict[int, Hashable] = {}
+        unfound: list[int] = []  # turn positions
+        for position, turn in enumerate(layout.turns):
+            for index in turn:
+                answered = (layout.names.get(call) for call in tool_result_ids(messages[index]))
+                given[index] = ("marked", settings, counter.name, tuple(answered))
+                found = self.kept.found(given[index], self.text(messages[index]))
+                if found is None:
+                    unfound.append(position)
+                else:
+                    units[index] = found
+        if unfound:
+            counted = marked_units(messages, settings, layout, counter, sorted(set(unfound)))
+            for index, found in counted.items():
+                units[index] = found
+                self.kept.keep(given[index], self.text(messages[index]), found)
+        return units
 
     def staleness(self, messages: list[Message], settings: Settings) -> Staleness:
         """Taken up where the analysis of the longest prefix of ``messages`` seen stopped: the
