@@ -79,13 +79,15 @@ def marks_of(
     plan: Plan,
     cut: Cut | None = None,
     layout: Layout | None = None,
+    within: set[int] | None = None,
 ) -> tuple[list[Message], MicroResult]:
     """The markers the plan (or one of its cuts) decided, as they read when they were made;
-    ``layout``: the messages', when the caller has it already."""
+    ``layout``: the messages', when the caller has it already; ``within``: the messages whose
+    markers are read (None: every one)."""
     decided = cut or plan
     at = dict(decided.marked_at)
     return mark_turns(
-        messages, settings, decided.marked, at, decided.single, plan.staleness, layout
+        messages, settings, decided.marked, at, decided.single, plan.staleness, layout, within
     )
 
 
@@ -166,14 +168,6 @@ def carry_out(
     )
 
 
-def _sent_then(cut: Cut, layout: Layout) -> Cut:
-    """The cut with only the marked turns of what was sent after the head then: the others'
-    markers are not read."""
-    live = set(cut.live)
-    turns = layout.turns
-    return replace(cut, marked=frozenset(p for p in cut.marked if live.issuperset(turns[p])))
-
-
 def _compact_at(
     messages: list[Message],
     head: list[Message],
@@ -185,8 +179,7 @@ def _compact_at(
     layout: Layout | None = None,
 ) -> list[Message] | ProviderError:
     """The new head: the request at the cut, its pending turn left out; or why it failed."""
-    layout = layout or Layout.of(messages)
-    then, _ = marks_of(messages, settings, the_plan, _sent_then(cut, layout), layout)
+    then, _ = marks_of(messages, settings, the_plan, cut, layout, set(cut.live))  # sent then
     summarized = [*head, *(then[index] for index in cut.live)]
     compacted = memo.compaction(summarized, settings)
     if compacted is None:

@@ -140,6 +140,7 @@ def mark_turns(
     single: Collection[str] = (),
     stale: Staleness | None = None,
     layout: Layout | None = None,
+    within: set[int] | None = None,
 ) -> tuple[list[Message], MicroResult]:
     """Micro compaction of the chosen tool-result turns only (positions in
     ``tool_result_turns(messages)``, oldest 0), by the same rules: the cache-aware policy picks
@@ -148,18 +149,27 @@ def mark_turns(
     ``marked_at``: the request (history length) each turn was marked at, whose staleness its
     markers show; ``single``: stale results of other turns (call ids) marked as well; ``stale``:
     the conversation's staleness, when the caller has it already (None: found here); ``layout``:
-    the conversation's, likewise."""
+    the conversation's, likewise; ``within``: the messages (indexes) whose markers are read,
+    the turns of others left as they are (None: every one)."""
     layout = layout or Layout.of(messages)
     turns = layout.turns
+    if within is None:
+        chosen = range(len(turns))
+    else:
+        chosen = [position for position, turn in enumerate(turns) if within.issuperset(turn)]
     at = marked_at or {}
     takes = [
         Take(turns[position], at.get(position))
         for position in sorted(selected)
-        if 0 <= position < len(turns)
+        if 0 <= position < len(turns) and (within is None or within.issuperset(turns[position]))
     ]
     if single:
         only = frozenset(single)
-        takes += [Take(turn, None, only) for turn in turns if _answers(messages, turn, only)]
+        takes += [
+            Take(turns[position], None, only)
+            for position in chosen
+            if _answers(messages, turns[position], only)
+        ]
     settings = replace(settings, compat=False)
     found = stale if stale is not None else staleness_of(messages, settings)
     return _truncate(messages, takes, settings, found, layout.names)
