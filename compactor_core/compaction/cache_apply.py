@@ -21,7 +21,8 @@ from ..settings import Settings
 from .cache_plan import Cut, Plan, Timing, plan
 from .estimate import estimate
 from .full import full_compact
-from .micro import MicroResult, mark_turns
+from .memo import NO_MEMO, Memo
+from .micro import Layout, MicroResult, mark_turns
 from .status import Status
 from .tokenizers import counter
 
@@ -53,19 +54,41 @@ def plan_request(
     timing: Timing | None = None,
     system: object = None,
     unmade: frozenset[int] = frozenset(),
+    memo: Memo = NO_MEMO,
+    layout: Layout | None = None,
 ) -> Plan:
     """The plan for this request; ``system``: a request envelope's, sent with every request."""
     fixed = estimate([], system, counter=counter(settings.tokenizer)) if system else 0
-    return plan(messages, settings, timing, fixed, is_deterministic(provider), unmade, payback=True)
+    deterministic = is_deterministic(provider)
+    return plan(
+        messages,
+        settings,
+        timing,
+        fixed,
+        deterministic,
+        unmade,
+        payback=True,
+        memo=memo,
+        layout=layout,
+    )
 
 
 def marks_of(
-    messages: list[Message], settings: Settings, plan: Plan, cut: Cut | None = None
+    messages: list[Message],
+    settings: Settings,
+    plan: Plan,
+    cut: Cut | None = None,
+    layout: Layout | None = None,
+    within: set[int] | None = None,
 ) -> tuple[list[Message], MicroResult]:
-    """The markers the plan (or one of its cuts) decided, as they read when they were made."""
+    """The markers the plan (or one of its cuts) decided, as they read when they were made;
+    ``layout``: the messages', when the caller has it already; ``within``: the messages whose
+    markers are read (None: every one)."""
     decided = cut or plan
     at = dict(decided.marked_at)
-    return mark_turns(messages, settings, decided.marked, at, decided.single, plan.staleness)
+    return mark_turns(
+        messages, settings, decided.marked, at, decided.single, plan.staleness, layout, within
+    )
 
 
 def micro_in_batches(
@@ -85,18 +108,23 @@ def compact_stably(
     system: object = None,
     heads: Heads | None = None,
     before_summary: Callable[[], None] | None = None,
+    memo: Memo = NO_MEMO,
 ) -> StableResult:
     """The current request by the cache-aware policy; ``messages`` is left as it was.
 
     An earlier cut whose summary the (deterministic) summarizer refuses is not made, every time
     alike: the plan is made again without it. ``before_summary`` is called once, before the
     current request's own summary is asked for (the caller keeps the input first).
+    ``memo``: what was computed before of the same messages (a proxy's), not computed again.
     """
     heads = {} if heads is None else heads
+    layout = Layout.of(messages)  # for the plans and every marking of the messages
     unmade: frozenset[int] = frozenset()
     while True:
-        the_plan = plan_request(messages, settings, provider, timing, system, unmade)
-        result = carry_out(messages, the_plan, settings, provider, heads, before_summary)
+        the_plan = plan_request(messages, settings, provider, timing, system, unmade, memo, layout)
+        result = carry_out(
+            messages, the_plan, settings, provider, heads, before_summary, memo, layout
+        )
         if not isinstance(result, Cut):
             return result
         unmade |= {result.request}
@@ -109,9 +137,12 @@ def carry_out(
     provider: Summarizer,
     heads: Heads,
     before_summary: Callable[[], None] | None = None,
+    memo: Memo = NO_MEMO,
+    layout: Layout | None = None,
 ) -> StableResult | Cut:
     """The request the plan describes, or the earlier cut whose summary failed."""
-    final, micro = marks_of(messages, settings, the_plan)
+    layout = layout or Layout.of(messages)
+    final, micro = marks_of(messages, settings, the_plan, None, layout)
     if not the_plan.cuts:
         return StableResult(final, the_plan, micro, Status.NOT_RUN)
     check_ready(provider)
@@ -124,11 +155,11 @@ def carry_out(
         now = the_plan.cuts_now and number == len(the_plan.cuts) - 1
         if now and before_summary is not None:
             before_summary()
-        compacted = _compact_at(messages, head, the_plan, cut, settings, provider)
+        compacted = _compact_at(messages, head, the_plan, cut, settings, provider, memo, layout)
         if isinstance(compacted, ProviderError):
             if not now:
                 return cut
-            marked, micro = marks_of(messages, settings, the_plan, cut)  # all before the cut
+            marked, micro = marks_of(messages, settings, the_plan, cut, layout)  # all before it
             unmade = [*head, *(marked[index] for index in cut.live)]
             return StableResult(unmade, the_plan, micro, Status.FAILED, compacted)
         head = heads[key] = compacted
@@ -144,10 +175,17 @@ def _compact_at(
     cut: Cut,
     settings: Settings,
     provider: Summarizer,
+    memo: Memo = NO_MEMO,
+    layout: Layout | None = None,
 ) -> list[Message] | ProviderError:
     """The new head: the request at the cut, its pending turn left out; or why it failed."""
-    then, _ = marks_of(messages, settings, the_plan, cut)
-    result = full_compact([*head, *(then[index] for index in cut.live)], provider, settings)
-    if result.status != Status.COMPACTED:
-        return result.error or ProviderError("nothing to summarize")
-    return result.messages[: len(result.messages) - len(cut.pending)]
+    then, _ = marks_of(messages, settings, the_plan, cut, layout, set(cut.live))  # sent then
+    summarized = [*head, *(then[index] for index in cut.live)]
+    compacted = memo.compaction(summarized, settings)
+    if compacted is None:
+        result = full_compact(summarized, provider, settings)
+        if result.status != Status.COMPACTED:
+            return result.error or ProviderError("nothing to summarize")
+        compacted = result.messages
+        memo.keep_compaction(summarized, settings, compacted)
+    return compacted[: len(compacted) - len(cut.pending)]

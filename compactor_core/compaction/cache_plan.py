@@ -33,18 +33,19 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from ..conversation.formats import Message
 from ..conversation.prompts import PROMPTS, SUMMARY_PREFIX
-from ..conversation.tools import result_holders, tool_result_turns
+from ..conversation.tools import result_holders
 from ..defaults import MIN_GAIN
 from ..settings import Settings
-from .estimate import Counter, message_units, units_to_tokens
+from .estimate import Counter, units_to_tokens
 from .full import find_pending_turn
-from .micro import mark_turns, staleness_of
+from .memo import NO_MEMO, Memo
+from .micro import Layout, mark_turns
 from .staleness import NONE, Staleness
 from .tokenizers import counter as counter_named
 
@@ -119,6 +120,8 @@ def plan(
     past_cuts: bool = True,
     unmade: frozenset[int] = frozenset(),
     payback: bool = False,
+    memo: Memo = NO_MEMO,
+    layout: Layout | None = None,
 ) -> Plan:
     """The decisions for the current request, the whole of ``messages``.
 
@@ -129,8 +132,11 @@ def plan(
     cut the summarizer refused (a summary not smaller than what it replaces): the walk goes on
     without them, and cuts at a later request instead. ``payback``: a batch is made only when it
     pays for itself too (``auto``'s policy; ``micro --min-gain`` batches by ``min_gain`` alone).
+    ``memo``: what was found before of the same messages (a proxy's: ``memo.py``); ``layout``:
+    the messages', when the caller has it already.
     """
-    walk = _Walk(messages, settings, counter_named(settings.tokenizer), fixed_tokens, payback)
+    counter = counter_named(settings.tokenizer)
+    walk = _Walk(messages, settings, counter, fixed_tokens, payback, memo, layout)
     timing = timing or Timing()
     previous: float | None = None
     for point in request_points(messages):
@@ -196,20 +202,20 @@ class _Walk:
         counter: Counter,
         fixed_tokens: int,
         payback: bool = False,
+        memo: Memo = NO_MEMO,
+        layout: Layout | None = None,
     ) -> None:
         self.messages, self.settings, self.counter = messages, settings, counter
         self.payback = payback
-        self.units = [message_units(message, counter) for message in messages]  # as sent now
-        self.turns = tool_result_turns(messages)
+        self.units = [memo.units(message, counter) for message in messages]  # as sent now
+        layout = layout or Layout.of(messages)
+        self.turns = layout.turns
         self.turn_starts = [turn[0] for turn in self.turns]
         # what an old turn's markers free, as its truncation markers: a batch of old turns fills
         # as it does by age alone (stale results only join it sooner)
-        every, _ = mark_turns(messages, replace(settings, stale=False), range(len(self.turns)))
-        self.marked_units = {
-            index: message_units(every[index], counter) for turn in self.turns for index in turn
-        }
-        self.staleness = staleness_of(messages, settings)
-        self.stale = _StaleResults(messages, settings, counter, self.staleness)
+        self.marked_units = memo.marked_units(messages, settings, layout, counter)
+        self.staleness = memo.staleness(messages, settings)
+        self.stale = _StaleResults(messages, settings, counter, self.staleness, layout, memo)
         per_token = counter.per_token
         self.fixed_units = fixed_tokens * per_token
         self.threshold_units = settings.threshold * per_token
@@ -362,12 +368,20 @@ class _StaleResults:
     marker frees, and the request from which on it is stale."""
 
     def __init__(
-        self, messages: list[Message], settings: Settings, counter: Counter, stale: Staleness
+        self,
+        messages: list[Message],
+        settings: Settings,
+        counter: Counter,
+        stale: Staleness,
+        layout: Layout,
+        memo: Memo = NO_MEMO,
     ) -> None:
         duplicates = stale.duplicates()
         self.index: dict[str, int] = {}
         self.gains: dict[str, int] = {}
-        marked, _ = mark_turns(messages, settings, (), single=duplicates, stale=stale)
+        marked, _ = mark_turns(
+            messages, settings, (), single=duplicates, stale=stale, layout=layout
+        )
         for index, (before, after) in enumerate(zip(messages, marked, strict=True)):
             if before is after:
                 continue
@@ -375,7 +389,8 @@ class _StaleResults:
             for (call, was), (_, now) in pairs:
                 if was is not now and was.get("content") != now.get("content"):
                     self.index[call] = index
-                    self.gains[call] = _content_units(was, counter) - _content_units(now, counter)
+                    freed = _content_units(was, counter, memo) - _content_units(now, counter, memo)
+                    self.gains[call] = freed
         self.order = sorted((duplicates[call].at, call) for call in self.index)
         self.next = 0
 
@@ -389,5 +404,5 @@ class _StaleResults:
         return found
 
 
-def _content_units(holder: dict[str, Any], counter: Counter) -> int:
-    return message_units({"content": holder.get("content")}, counter)
+def _content_units(holder: dict[str, Any], counter: Counter, memo: Memo) -> int:
+    return memo.units({"content": holder.get("content")}, counter)

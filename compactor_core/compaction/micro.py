@@ -16,10 +16,18 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..conversation.formats import Message
-from ..conversation.tools import UNKNOWN_TOOL, blocks, is_block, tool_names, tool_result_turns
+from ..conversation.tools import (
+    UNKNOWN_TOOL,
+    ToolNames,
+    blocks,
+    is_block,
+    tool_names,
+    tool_result_ids,
+    tool_result_turns,
+)
 from ..settings import DEFAULT_SETTINGS, Settings
 from . import bareagent
-from .estimate import json_text
+from .estimate import Counter, json_text, message_units
 from .handles import handle
 from .staleness import NONE, SUPERSEDED_PREFIX, Staleness, analyse
 
@@ -128,6 +136,19 @@ def with_old_images(
     return marked, replace(done, images=images)
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Where a conversation's tool results are (``tools.tool_result_turns``) and the tool each
+    answers (``tools.tool_names``): what every marking of it reads, found once for them all."""
+
+    turns: list[list[int]]
+    names: ToolNames
+
+    @classmethod
+    def of(cls, messages: list[Message]) -> Layout:
+        return cls(tool_result_turns(messages), tool_names(messages))
+
+
 def mark_turns(
     messages: list[Message],
     settings: Settings,
@@ -135,6 +156,8 @@ def mark_turns(
     marked_at: Mapping[int, int] | None = None,
     single: Collection[str] = (),
     stale: Staleness | None = None,
+    layout: Layout | None = None,
+    within: set[int] | None = None,
 ) -> tuple[list[Message], MicroResult]:
     """Micro compaction of the chosen tool-result turns only (positions in
     ``tool_result_turns(messages)``, oldest 0), by the same rules: the cache-aware policy picks
@@ -142,30 +165,72 @@ def mark_turns(
 
     ``marked_at``: the request (history length) each turn was marked at, whose staleness its
     markers show; ``single``: stale results of other turns (call ids) marked as well; ``stale``:
-    the conversation's staleness, when the caller has it already (None: found here)."""
-    turns = tool_result_turns(messages)
+    the conversation's staleness, when the caller has it already (None: found here); ``layout``:
+    the conversation's, likewise; ``within``: the messages (indexes) whose markers are read,
+    the turns of others left as they are (None: every one)."""
+    layout = layout or Layout.of(messages)
+    turns = layout.turns
+    if within is None:
+        chosen = range(len(turns))
+    else:
+        chosen = [position for position, turn in enumerate(turns) if within.issuperset(turn)]
     at = marked_at or {}
     takes = [
         Take(turns[position], at.get(position))
         for position in sorted(selected)
-        if 0 <= position < len(turns)
+        if 0 <= position < len(turns) and (within is None or within.issuperset(turns[position]))
     ]
     if single:
-        takes += [Take(turn, None, frozenset(single)) for turn in turns]
+        only = frozenset(single)
+        takes += [
+            Take(turns[position], None, only)
+            for position in chosen
+            if _answers(messages, turns[position], only)
+        ]
     settings = replace(settings, compat=False)
     found = stale if stale is not None else staleness_of(messages, settings)
-    return _truncate(messages, takes, settings, found)
+    return _truncate(messages, takes, settings, found, layout.names)
+
+
+def marked_units(
+    messages: list[Message],
+    settings: Settings,
+    layout: Layout,
+    counter: Counter,
+    positions: Collection[int] | None = None,
+) -> dict[int, int]:
+    """The count of each message of these tool-result turns (positions in ``layout.turns``;
+    None: every one) with all its results truncation markers, stale ones too: what the turns'
+    markers leave of them, by age alone."""
+    chosen = range(len(layout.turns)) if positions is None else positions
+    every, _ = mark_turns(messages, replace(settings, stale=False), chosen, layout=layout)
+    return {
+        index: message_units(every[index], counter)
+        for position in chosen
+        for index in layout.turns[position]
+    }
+
+
+def _answers(messages: list[Message], turn: list[int], calls: frozenset[str]) -> bool:
+    """Whether a result of the turn answers one of ``calls``: the other turns' messages are
+    left as they are, not copied."""
+    return any(call in calls for index in turn for call in tool_result_ids(messages[index]))
 
 
 def _truncate(
-    messages: list[Message], takes: list[Take], settings: Settings, stale: Staleness = NONE
+    messages: list[Message],
+    takes: list[Take],
+    settings: Settings,
+    stale: Staleness = NONE,
+    names: dict[str, str] | None = None,
 ) -> tuple[list[Message], MicroResult]:
     compat = settings.compat
     compacted = list(messages)
     if not takes:
         return compacted, MicroResult(0, 0)
     results = _reference_results if compat else _tool_results
-    names = (bareagent.tool_names if compat else tool_names)(messages)
+    if names is None:
+        names = (bareagent.tool_names if compat else tool_names)(messages)
     truncated = removed = 0
     for take in takes:
         for index in take.indexes:

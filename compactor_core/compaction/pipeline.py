@@ -24,6 +24,7 @@ from ..errors import ProviderError
 from ..settings import RunSettings, Settings
 from .estimate import estimate
 from .handles import replaced_originals
+from .memo import NO_MEMO, Memo
 from .micro import micro_compact, with_old_images
 from .outcome import Outcome
 from .status import Status
@@ -244,10 +245,13 @@ def default_provider() -> Summarizer:
 # --- a conversation of messages, in memory -------------------------------------------------------
 
 
-def measure(conversation: Conversation, settings: Settings) -> int:
-    """The estimate by the settings' profile and tokenizer."""
+def measure(conversation: Conversation, settings: Settings, memo: Memo = NO_MEMO) -> int:
+    """The estimate by the settings' profile and tokenizer; ``memo``: the messages' counts,
+    as counted before (``memo.py``)."""
     tokens = counter(settings.tokenizer)
-    return estimate(conversation.messages, conversation.system, settings.compat, tokens)
+    if settings.compat:
+        return estimate(conversation.messages, conversation.system, True, tokens)
+    return memo.tokens(conversation.messages, conversation.system, tokens)
 
 
 class MessagesSubject:
@@ -255,15 +259,21 @@ class MessagesSubject:
 
     measured = False  # counting is a pass over the messages: done only when asked
 
-    def __init__(self, conversation: Conversation, settings: Settings) -> None:
+    def __init__(
+        self,
+        conversation: Conversation,
+        settings: Settings,
+        memo: Memo = NO_MEMO,
+    ) -> None:
         self.input = conversation
         self.result = conversation
         self.settings = settings
+        self.memo = memo  # what was computed before of the same messages (memo.py)
         self._tokens: int | None = None  # of the result, once counted
 
     def tokens(self) -> int:
         if self._tokens is None:
-            self._tokens = measure(self.result, self.settings)
+            self._tokens = measure(self.result, self.settings, self.memo)
         return self._tokens
 
     def repair(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -325,7 +335,9 @@ class MessagesSubject:
                 taken.extend(keeper.before_summary())
 
         timing = Timing(message_times(messages))
-        stable = compact_stably(messages, settings, provider, timing, system, None, before_summary)
+        stable = compact_stably(
+            messages, settings, provider, timing, system, None, before_summary, self.memo
+        )
         self._take(stable.messages)
         tokens = self.tokens()
         compacted = stable.full == Status.COMPACTED
@@ -394,14 +406,16 @@ def run(
     provider: Summarizer | None = None,
     session_id: str = SESSION_ID,
     original: bytes | None = None,
+    memo: Memo = NO_MEMO,
 ) -> Outcome:
     """``run_settings`` on a parsed conversation; the outcome holds the new conversation.
 
     Without a provider, summaries are written by the built-in extractive one. A full compaction
     that replaces the history keeps the input (``original``, its bytes as read, if given) and the
-    result in ``run_settings.snapshots``, under ``session_id``.
+    result in ``run_settings.snapshots``, under ``session_id``. ``memo``: what the
+    cache-aware policy computed before of the same messages (a proxy's, for earlier requests).
     """
-    subject = MessagesSubject(conversation, run_settings.settings)
+    subject = MessagesSubject(conversation, run_settings.settings, memo)
     keeper = None
     if run_settings.snapshots is not None:
         keeper = SnapshotKeeper(

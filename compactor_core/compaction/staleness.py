@@ -25,8 +25,9 @@ result marked before it went stale keeps its truncation marker (``Staleness.of``
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ..conversation.formats import Message
@@ -44,7 +45,7 @@ from ..conversation.tool_rules import (
     rules_table,
     touches,
 )
-from ..conversation.tools import blocks, is_block, result_holders, tool_name, tool_result_turns
+from ..conversation.tools import blocks, has_tool_result_block, is_block, result_holders, tool_name
 from .estimate import HEURISTIC, Counter, message_units, units_to_tokens
 
 SUPERSEDED_PREFIX = "[superseded:"
@@ -145,28 +146,69 @@ class _Result:
 
 def analyse(messages: list[Message], rules: Rules = ()) -> Staleness:
     """Every stale result of the conversation, by the built-in rules and ``rules``."""
-    return Staleness(superseded_by(_answers(messages, rules_table(rules))))
+    analysis = Analysis(rules)
+    analysis.read(messages)
+    return analysis.staleness()
 
 
-def _answers(messages: list[Message], table: Mapping[str, tuple[Rule, ...]]) -> Iterator[Answer]:
-    """Each result of the conversation whose call (made before it) touched something."""
-    calls: dict[str, tuple[str, Any]] = {}
-    turn_of = {
-        index: number for number, turn in enumerate(tool_result_turns(messages)) for index in turn
-    }
-    for index, message in enumerate(messages):
+class Analysis:
+    """The analysis of a conversation read so far, message after message: what a conversation
+    that goes on from it needs is kept, so that it can be taken up from a ``copy`` (serve)."""
+
+    def __init__(self, rules: Rules = ()) -> None:
+        self.table = rules_table(rules)
+        self.calls: dict[str, tuple[str, Any]] = {}
+        self.superseding = Superseding()
+        self.count = 0  # messages read
+        self.turns = 0  # tool-result turns begun (tools.tool_result_turns)
+        self.in_tool_run = False
+
+    def read(self, messages: list[Message]) -> None:
+        """Read on: ``messages`` follow those read so far."""
+        for message in messages:
+            self._read(message)
+
+    def staleness(self) -> Staleness:
+        return Staleness(dict(self.superseding.superseded))
+
+    def copy(self) -> Analysis:
+        """An analysis that goes on from here on its own."""
+        copied = copy.copy(self)
+        copied.calls = dict(self.calls)
+        copied.superseding = self.superseding.copy()
+        return copied
+
+    def _read(self, message: Message) -> None:
+        """The message's calls, then each of its results whose call (made before it) touched
+        something, as an ``Answer`` for the rule."""
+        index = self.count
+        self.count += 1
+        turn = self._turn(message)
         for call_id, name, arguments in calls_of(message):
-            calls[call_id] = (name, arguments)
+            self.calls[call_id] = (name, arguments)
         for call_id, holder in _results(message):
-            if call_id not in calls:
+            if call_id not in self.calls:
                 continue
-            tool, arguments = calls[call_id]
-            touched = touched_by(tool, arguments, table)
+            tool, arguments = self.calls[call_id]
+            touched = touched_by(tool, arguments, self.table)
             if touched:
                 error = holder.get("is_error") is True
-                yield Answer(
-                    call_id, tool, touched, turn_of.get(index, 0), index, error, touched[0].shown
-                )
+                answer = Answer(call_id, tool, touched, turn, index, error, touched[0].shown)
+                self.superseding.add(answer)
+
+    def _turn(self, message: Message) -> int:
+        """The position of the message's tool-result turn (0 if it is none), as
+        ``tools.tool_result_turns`` numbers them."""
+        if message.get("role") == "tool":
+            if not self.in_tool_run:
+                self.turns += 1
+            self.in_tool_run = True
+            return self.turns - 1
+        self.in_tool_run = False
+        if not has_tool_result_block(message):
+            return 0
+        self.turns += 1
+        return self.turns - 1
 
 
 def touched_by(tool: str, arguments: Any, table: Mapping[str, tuple[Rule, ...]]) -> list[Touch]:
@@ -174,20 +216,50 @@ def touched_by(tool: str, arguments: Any, table: Mapping[str, tuple[Rule, ...]])
     return list(dict.fromkeys(touches(tool, arguments, table)))
 
 
+class Superseding:
+    """The rule, answer after answer: what is still current of each thing touched, and the
+    results gone stale so far."""
+
+    def __init__(self) -> None:
+        self.current: dict[tuple[str, Hashable], list[tuple[_Result, Touched]]] = {}
+        self.superseded: dict[Any, Supersession] = {}
+
+    def add(self, answer: Answer) -> None:
+        """The next result, in the conversation's order."""
+        if not answer.error:
+            for touch in answer.touched:
+                for call, supersession in _supersede(self.current, touch, answer):
+                    self.superseded[call] = supersession
+        result = _Result(answer, len(answer.touched))
+        for touch in answer.touched:
+            self.current.setdefault((touch.domain, touch.subject), []).append((result, touch))
+
+    def copy(self) -> Superseding:
+        """One that goes on from here on its own (a result is under each thing it touched:
+        one copy of it for all)."""
+        copied = Superseding()
+        copied.superseded = dict(self.superseded)
+        results: dict[int, _Result] = {}
+
+        def own(result: _Result) -> _Result:
+            if id(result) not in results:
+                results[id(result)] = replace(result)
+            return results[id(result)]
+
+        copied.current = {
+            subject: [(own(result), touch) for result, touch in pairs]
+            for subject, pairs in self.current.items()
+        }
+        return copied
+
+
 def superseded_by(answers: Iterable[Answer]) -> dict[Any, Supersession]:
     """The stale results among ``answers`` (in the conversation's order), by their call ids:
     the rule every caller shares (conversations here, session files from their index)."""
-    current: dict[tuple[str, Hashable], list[tuple[_Result, Touched]]] = {}
-    superseded: dict[Any, Supersession] = {}
+    superseding = Superseding()
     for answer in answers:
-        if not answer.error:
-            for touch in answer.touched:
-                for done in _supersede(current, touch, answer):
-                    superseded[done[0]] = done[1]
-        result = _Result(answer, len(answer.touched))
-        for touch in answer.touched:
-            current.setdefault((touch.domain, touch.subject), []).append((result, touch))
-    return superseded
+        superseding.add(answer)
+    return superseding.superseded
 
 
 def _supersede(

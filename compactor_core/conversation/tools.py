@@ -71,15 +71,29 @@ class ToolNames(dict[str, str]):
 def tool_names(messages: list[Message]) -> ToolNames:
     """Map each tool call id to its tool's name; a repeated id: the last one wins."""
     names = ToolNames()
-    for message in messages:
-        for call_id, name in tool_calls(message):
-            if isinstance(call_id, str):
-                names[call_id] = name
+    for message in messages:  # tool_calls' walk, without a generator for each message
+        for block in blocks(message):
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                call_id = block.get("id")
+                if isinstance(call_id, str):
+                    names[call_id] = tool_name(block.get("name"))
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            name = tool_name(function.get("name"))
+            if isinstance(call.get("id"), str):
+                names[call["id"]] = name
     return names
 
 
 def has_tool_result_block(message: Message) -> bool:
-    return any(is_block(block, "tool_result") for block in blocks(message))
+    content = message.get("content")
+    if not isinstance(content, list):
+        return False
+    # a loop, not any() over is_block(): this runs over every message, several times a request
+    for block in content:  # noqa: SIM110 (any() makes a generator per message)
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            return True
+    return False
 
 
 def tool_result_turns(messages: list[Message]) -> list[list[int]]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..compaction.handles import replaced_originals
+from ..compaction.memo import Memo
 from ..compaction.pipeline import measure, run
 from ..compaction.status import Status
 from ..conversation.formats import Conversation, Message, dumps, load_value
@@ -29,6 +30,8 @@ from ..errors import CtxpackError
 from ..settings import RunSettings, Settings
 from .breakpoints import with_prefix_breakpoint
 from .ledger import NEW, Ledger, Reuse
+from .memo import KeptResults
+from .summaries import KeptSummarizer
 from .wire import Wire
 
 if TYPE_CHECKING:
@@ -78,6 +81,12 @@ class Compactor:
     # where the originals of markers with a recall handle are kept: markers carry one when the
     # settings say so, or when the request offers the model a recall tool (``ctxpack mcp``)
     originals: OriginalsStore | None = None
+    # what the policy computed of the histories before, for the requests that send them again
+    _kept: KeptResults = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        kept = isinstance(self.provider, KeptSummarizer)
+        self._kept = KeptResults(self.provider.compactions() if kept else None)
 
     def compact(self, wire: Wire, data: bytes) -> Forwarded:
         try:
@@ -97,7 +106,9 @@ class Compactor:
         if conversation is None or not conversation.messages:
             return _as_is(data, "no history")
         settings = self._settings_for(body, data)
-        outcome = run(RunSettings("auto", settings, measure=True), conversation, self.provider)
+        run_settings = RunSettings("auto", settings, measure=True)
+        memo = self._kept.for_request()
+        outcome = run(run_settings, conversation, self.provider, memo=memo)
         before = conversation.messages
         tokens_in = outcome.tokens_before or 0
         tokens_out = outcome.tokens_after or 0
@@ -108,8 +119,8 @@ class Compactor:
             if problem:
                 return _as_is(data, problem)
             if after is not outcome.conversation.messages:
-                tokens_out = measure(conversation.with_messages(after), self.settings)
-        reuse = self.ledger.record(wire.header(body), before, after, self.clock())
+                tokens_out = measure(conversation.with_messages(after), self.settings, memo)
+        reuse = self.ledger.record(wire.header(body), before, after, self.clock(), memo.text)
         if outcome.changed and wire.reads_cache_at_breakpoints and not reuse.stable:
             after = with_prefix_breakpoint(body, after, reuse.forwarded_prefix)
         report = RequestReport(
@@ -120,8 +131,8 @@ class Compactor:
             summary=outcome.full,
             error=str(outcome.error) if outcome.error else "",
             reuse=reuse,
-            cached_in=self._cached(tokens_in, before, reuse.sent_prefix, reuse),
-            cached_out=self._cached(tokens_out, after, reuse.forwarded_prefix, reuse),
+            cached_in=self._cached(tokens_in, before, reuse.sent_prefix, reuse, memo),
+            cached_out=self._cached(tokens_out, after, reuse.forwarded_prefix, reuse, memo),
             pricing=wire.cache_pricing,
         )
         if not outcome.changed:
@@ -136,13 +147,15 @@ class Compactor:
             return self.settings
         return replace(self.settings, recall=True)
 
-    def _cached(self, tokens: int, messages: list[Message], prefix: int, reuse: Reuse) -> int:
+    def _cached(
+        self, tokens: int, messages: list[Message], prefix: int, reuse: Reuse, memo: Memo
+    ) -> int:
         """Of ``tokens`` (the system prompt and ``messages``), those of the system prompt and the
         first ``prefix`` messages, if the cache holds anything of this conversation: counted as
         what the rest is not, since the rest is the few messages a caller adds each time."""
         if not reuse.previous:
             return 0
-        rest = measure(Conversation(messages[prefix:]), self.settings)
+        rest = measure(Conversation(messages[prefix:]), self.settings, memo)
         return max(tokens - rest, 0)
 
 

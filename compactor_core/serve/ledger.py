@@ -12,6 +12,10 @@ begins with the whole of the request forwarded before it: the cache reads all of
 
 Bounded: the oldest entries go once the fingerprints pass ``budget`` bytes. A hit older than
 ``ttl`` seconds (the cache's lifetime) reads nothing.
+
+A conversation's requests share their prefixes, so each fingerprint is kept by what it is taken
+of, the one before it and the message's JSON (``Links``, the newest ``links`` bytes of them):
+the second time a prefix is seen it costs a look-up, not a hash of its messages.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import hashlib
 import operator
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,6 +33,7 @@ from ..conversation.formats import dumps
 DIGEST = 16  # bytes of each fingerprint
 TTL = 300.0  # seconds: the default lifetime of Anthropic's and OpenAI's prompt caches
 BUDGET = 32 << 20  # bytes of fingerprints kept
+LINKS = 16 << 20  # bytes of messages whose fingerprints are kept by what they are taken of
 
 
 @dataclass(frozen=True)
@@ -50,19 +56,54 @@ class _Entry:
     chain: bytes  # the fingerprints of the forwarded history's prefixes, DIGEST bytes each
 
 
+class Links:
+    """The fingerprint that follows another for a message's JSON, the newest ``budget`` bytes
+    of JSON of them (thread-safe)."""
+
+    def __init__(self, budget: int = LINKS) -> None:
+        self.budget = budget
+        self._next: dict[tuple[bytes, bytes], bytes] = {}  # oldest first
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def after(self, digest: bytes, text: bytes) -> bytes:
+        key = (digest, text)
+        found = self._next.get(key)
+        if found is None:
+            found = hashlib.blake2b(digest + text, digest_size=DIGEST).digest()
+            with self._lock:
+                if key not in self._next:
+                    self._size += len(text)
+                self._next[key] = found
+                while self._size > self.budget and self._next:
+                    oldest = next(iter(self._next))
+                    self._size -= len(oldest[1])
+                    del self._next[oldest]
+        return found
+
+
 class Ledger:
-    def __init__(self, ttl: float = TTL, budget: int = BUDGET) -> None:
+    def __init__(self, ttl: float = TTL, budget: int = BUDGET, links: int = LINKS) -> None:
         self.ttl = ttl
         self.budget = budget
         self._entries: OrderedDict[bytes, _Entry] = OrderedDict()
         self._size = 0
+        self._links = Links(links)
         self._lock = threading.Lock()
 
-    def record(self, header: Any, sent: list[Any], forwarded: list[Any], now: float) -> Reuse:
-        """Remember what was forwarded for ``sent``; how it reuses the request before it."""
+    def record(
+        self,
+        header: Any,
+        sent: list[Any],
+        forwarded: list[Any],
+        now: float,
+        json_of: Callable[[Any], bytes] = dumps,
+    ) -> Reuse:
+        """Remember what was forwarded for ``sent``; how it reuses the request before it.
+        ``json_of``: a message's JSON (``dumps``), as the caller may have it already."""
         texts: dict[int, bytes] = {}  # the messages both histories share are written once
-        sent_chain = chain(header, sent, texts)
-        forwarded_chain = chain(header, forwarded, texts)
+        sent_chain = chain(header, sent, texts, self._links, json_of)
+        forwarded_chain = chain(header, forwarded, texts, self._links, json_of)
         with self._lock:
             reuse = self._reuse(sent_chain, forwarded_chain, now)
             self._remember(sent_chain[-DIGEST:], _Entry(now, forwarded_chain))
@@ -91,22 +132,36 @@ class Ledger:
             self._size -= len(dropped.chain)
 
 
-def chain(header: Any, messages: list[Any], texts: dict[int, bytes] | None = None) -> bytes:
+def chain(
+    header: Any,
+    messages: list[Any],
+    texts: dict[int, bytes] | None = None,
+    links: Links | None = None,
+    json_of: Callable[[Any], bytes] = dumps,
+) -> bytes:
     """The fingerprint of the header, then of each prefix of ``messages``, one after another.
 
     ``texts`` keeps each message's JSON by the message's identity, for another chain of the same
-    call (the objects must outlive it).
+    call (the objects must outlive it); ``links``: fingerprints taken before.
     """
     texts = {} if texts is None else texts
+    links = Links(0) if links is None else links
     digest = hashlib.blake2b(_text(header), digest_size=DIGEST).digest()
     parts = [digest]
     for message in messages:
         text = texts.get(id(message))
         if text is None:
-            text = texts[id(message)] = _text(_as_blocks(message))
-        digest = hashlib.blake2b(digest + text, digest_size=DIGEST).digest()
+            text = texts[id(message)] = _message_text(message, json_of)
+        digest = links.after(digest, text)
         parts.append(digest)
     return b"".join(parts)
+
+
+def _message_text(message: Any, json_of: Callable[[Any], bytes]) -> bytes:
+    as_blocks = _as_blocks(message)
+    if as_blocks is not message:  # written anew: not what the caller has
+        return _text(as_blocks)
+    return _text(message, json_of(message))
 
 
 def _as_blocks(message: Any) -> Any:
@@ -118,9 +173,10 @@ def _as_blocks(message: Any) -> Any:
     return message
 
 
-def _text(value: Any) -> bytes:
-    """The JSON the fingerprint is taken of: ``value``'s, without its ``cache_control`` markers."""
-    text = dumps(value)
+def _text(value: Any, text: bytes | None = None) -> bytes:
+    """The JSON the fingerprint is taken of: ``value``'s (``text``, if given), without its
+    ``cache_control`` markers."""
+    text = dumps(value) if text is None else text
     return dumps(_unmarked(value)) if b'"cache_control"' in text else text
 
 

@@ -12,6 +12,11 @@ own (``PrivateDir``: the user's, no link, no one else may write) and a file is r
 is the user's own regular file, never through a link, at most ``MAX_FILE`` bytes. The
 built-in extractive summarizer needs none of this: it writes the same summary for the same prefix
 by itself.
+
+What a deterministic summarizer's summaries make of a history is kept too, in memory: the result
+of each full compaction of the cache-aware policy (``KeptCompactions``). A proxy is re-sent the
+history with the same cuts in it on every request, and compacting them again (micro compaction,
+the prompt, its count, the check of the summary) was most of the policy's time.
 """
 
 from __future__ import annotations
@@ -20,15 +25,20 @@ import contextlib
 import hashlib
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
-from ..conversation.formats import dumps
+from ..conversation.formats import Message, dumps
 from ..disk.private_dir import PrivateDir
 from ..errors import CtxpackError, SummaryCutOff
 from ..providers.base import Summarizer, SummaryRequest, check_ready
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 VERSION = 1  # of the key: a change to what goes into it must not reuse the old summaries
 MEMORY = 256  # summaries kept in memory
@@ -128,6 +138,7 @@ class KeptSummarizer:
         self.reused = 0  # summaries given again
         self._stripes = [threading.Lock() for _ in range(_STRIPES)]
         self._count_lock = threading.Lock()
+        self._compactions = KeptCompactions(lambda: self._count(asked=False))
 
     def ready(self) -> None:
         check_ready(self.provider)
@@ -140,14 +151,22 @@ class KeptSummarizer:
             if kept is None:
                 kept = self._ask(request)
                 self.store.put(key, kept)
+        self._count(asked)
+        if kept.cut_off is not None:
+            raise SummaryCutOff(kept.cut_off, kept.summary)
+        return kept.summary
+
+    def compactions(self) -> KeptCompactions | None:
+        """The full compactions its summaries made, kept for the requests that make them again;
+        None when the provider may write other words for the same history (it must be asked)."""
+        return self._compactions if self.deterministic else None
+
+    def _count(self, asked: bool) -> None:
         with self._count_lock:
             if asked:
                 self.written += 1
             else:
                 self.reused += 1
-        if kept.cut_off is not None:
-            raise SummaryCutOff(kept.cut_off, kept.summary)
-        return kept.summary
 
     def key(self, request: SummaryRequest) -> str:
         asked = [VERSION, self.name, self.identity, request.system, request.user]
@@ -159,3 +178,33 @@ class KeptSummarizer:
             return KeptSummary(self.provider.summarize(request))
         except SummaryCutOff as error:
             return KeptSummary(error.summary, str(error))
+
+
+class KeptCompactions:
+    """The newest ``memory`` full compactions (``compaction.memo.Memo.compaction``), by what
+    they were given: the settings and the print of the messages (``memo.KeptResults.print``).
+    The same give the same result again, word for word, with a deterministic summarizer;
+    ``given_again`` is told each time one is, as its summary is given again."""
+
+    def __init__(self, given_again: Callable[[], None], memory: int = MEMORY) -> None:
+        self.given_again = given_again
+        self.memory = memory
+        self._recent: OrderedDict[tuple[Settings, bytes], list[Message]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, messages: bytes, settings: Settings) -> list[Message] | None:
+        """The result of the compaction of the messages of this print, if kept."""
+        with self._lock:
+            result = self._recent.get((settings, messages))
+            if result is None:
+                return None
+            self._recent.move_to_end((settings, messages))
+        self.given_again()
+        return result
+
+    def put(self, messages: bytes, settings: Settings, result: list[Message]) -> None:
+        with self._lock:
+            self._recent[(settings, messages)] = result
+            self._recent.move_to_end((settings, messages))
+            while len(self._recent) > self.memory:
+                self._recent.popitem(last=False)

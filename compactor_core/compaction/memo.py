@@ -1,0 +1,69 @@
+"""Results kept between runs by what they were computed from: the same input gives the same
+result, so a memo changes how long a run takes, never what it gives.
+
+A single run computes everything (``NO_MEMO``). A proxy is sent the same history again and
+again, each time with a little more at its end, and keeps what the cache-aware policy computed of
+it (``serve.memo``): each message's count, the analysis of its stale results, and the full
+compactions of its cuts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..conversation.formats import Message
+from .estimate import Counter, estimate, message_units, units_to_tokens
+from .micro import Layout, marked_units, staleness_of
+from .staleness import Staleness
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+
+class Memo:
+    """Computes everything anew; a proxy's keeps what it computed (``serve.memo.KeptResults``)."""
+
+    def units(self, message: Message, counter: Counter) -> int:
+        """The message's count in the counter's units (``estimate.message_units``)."""
+        return message_units(message, counter)
+
+    def tokens(self, messages: list[Message], system: Any, counter: Counter) -> int:
+        """The estimate of ``messages`` and a request envelope's ``system``
+        (``estimate.estimate``, default profile)."""
+        return estimate(messages, system, counter=counter)
+
+    def marked_units(
+        self, messages: list[Message], settings: Settings, layout: Layout, counter: Counter
+    ) -> dict[int, int]:
+        """Each tool-result message's count with all its results markers
+        (``micro.marked_units``)."""
+        return marked_units(messages, settings, layout, counter)
+
+    def staleness(self, messages: list[Message], settings: Settings) -> Staleness:
+        """The conversation's stale results, when the settings put them first
+        (``micro.staleness_of``)."""
+        return staleness_of(messages, settings)
+
+    def compaction(self, messages: list[Message], settings: Settings) -> list[Message] | None:
+        """The result of the full compaction of ``messages`` under ``settings``, if one was kept
+        (its summarizer being deterministic)."""
+        return None
+
+    def keep_compaction(
+        self, messages: list[Message], settings: Settings, result: list[Message]
+    ) -> None:
+        """Keep the result of the full compaction of ``messages``."""
+
+
+class KeptCounts(Memo):
+    """A memo that counts each message once (``units`` keeps them): the estimate of a
+    conversation is the sum of its messages' counts and its ``system``'s, as they add up."""
+
+    def tokens(self, messages: list[Message], system: Any, counter: Counter) -> int:
+        units = sum(self.units(message, counter) for message in messages)
+        if system is not None:  # counted as a message's content is
+            units += message_units({"content": system}, counter)
+        return units_to_tokens(units, counter)
+
+
+NO_MEMO = Memo()

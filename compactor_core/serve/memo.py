@@ -1,0 +1,182 @@
+"""What serve's policy computed of the histories it was sent, kept for the requests that send
+them again (``compaction.memo``): a caller re-sends its whole history each time, a little more at
+its end, so nearly every message was seen before.
+
+Kept by content, never by conversation: a message's count under the JSON of the message (the
+newest ``budget`` bytes of them); the print of a list of messages, a hash of their JSON one after
+the other, built from the prints of its prefixes (``ledger.Links``); under a history's print, the
+analysis of its stale results, taken up from there when the history goes on; under the print of
+what it was given, a full compaction (``summaries.KeptCompactions``, a deterministic summarizer's
+only). The same input gives the same result, so a request gets the same bytes with or without
+them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any
+
+from ..compaction.estimate import Counter, message_units
+from ..compaction.memo import KeptCounts
+from ..compaction.micro import Layout, marked_units
+from ..compaction.staleness import Analysis, Staleness
+from ..conversation.formats import Message, dumps
+from ..conversation.tool_rules import Rules
+from ..conversation.tools import tool_result_ids
+from .ledger import DIGEST, Links
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from .summaries import KeptCompactions
+
+BUDGET = 16 << 20  # bytes of messages whose counts (and prefixes' prints) are kept
+ANALYSES = 64  # analyses of stale results kept, each where a request's history ended
+START = bytes(DIGEST)  # the print of no message
+
+
+class KeptResults:
+    """What the policy found, for every request of every conversation (thread-safe)."""
+
+    def __init__(self, compactions: KeptCompactions | None, budget: int = BUDGET) -> None:
+        self.compactions = compactions
+        self.budget = budget
+        self._found: OrderedDict[tuple[Hashable, bytes], Any] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+        self.prints = Links(budget)  # of each prefix of a history, by the JSON of its messages
+        self._analyses: OrderedDict[tuple[Rules, bytes], Analysis] = OrderedDict()
+
+    def for_request(self) -> RequestResults:
+        return RequestResults(self)
+
+    def units_of(self, message: Message, text: bytes, counter: Counter) -> int:
+        """The count of ``message``, whose JSON is ``text``."""
+        units = self.found(counter.name, text)
+        if units is None:
+            units = message_units(message, counter)
+            self.keep(counter.name, text, units)
+        return units
+
+    def found(self, what: Hashable, text: bytes) -> Any:
+        """What was found of a message whose JSON is ``text`` (``what``: what it is, and
+        what else it depends on); None if nothing was kept."""
+        with self._lock:
+            found = self._found.get((what, text))
+            if found is not None:
+                self._found.move_to_end((what, text))
+            return found
+
+    def keep(self, what: Hashable, text: bytes, found: Any) -> None:
+        with self._lock:
+            if (what, text) not in self._found:
+                self._size += len(text)
+            self._found[(what, text)] = found
+            while self._size > self.budget and len(self._found) > 1:
+                (_, dropped), _ = self._found.popitem(last=False)
+                self._size -= len(dropped)
+
+    def analysis(self, rules: Rules, prints: list[bytes]) -> tuple[int, Analysis | None]:
+        """The analysis of the longest prefix kept (its length), by the prints of the
+        prefixes; never to be read on (``Analysis.copy``)."""
+        with self._lock:
+            for length in range(len(prints) - 1, 0, -1):
+                analysis = self._analyses.get((rules, prints[length]))
+                if analysis is not None:
+                    self._analyses.move_to_end((rules, prints[length]))
+                    return length, analysis
+        return 0, None
+
+    def keep_analysis(self, rules: Rules, print_: bytes, analysis: Analysis) -> None:
+        with self._lock:
+            self._analyses[(rules, print_)] = analysis
+            self._analyses.move_to_end((rules, print_))
+            while len(self._analyses) > ANALYSES:
+                self._analyses.popitem(last=False)
+
+
+class RequestResults(KeptCounts):
+    """``KeptResults`` for one request, which asks about each of its messages more than once
+    (its estimate, the policy's walk, the ledger's fingerprints): a message's JSON and count are
+    given again by its identity. Each message is held while this lives, so that no other object
+    can take its identity."""
+
+    def __init__(self, kept: KeptResults) -> None:
+        self.kept = kept
+        self._texts: dict[int, tuple[Message, bytes]] = {}
+        self._counted: dict[tuple[int, str], tuple[Message, int]] = {}
+
+    def text(self, message: Message) -> bytes:
+        """The message's JSON (``dumps``)."""
+        known = self._texts.get(id(message))
+        if known is None:
+            known = self._texts[id(message)] = (message, dumps(message))
+        return known[1]
+
+    def units(self, message: Message, counter: Counter) -> int:
+        key = (id(message), counter.name)
+        counted = self._counted.get(key)
+        if counted is None:
+            units = self.kept.units_of(message, self.text(message), counter)
+            counted = self._counted[key] = (message, units)
+        return counted[1]
+
+    def marked_units(
+        self, messages: list[Message], settings: Settings, layout: Layout, counter: Counter
+    ) -> dict[int, int]:
+        """Found again for the messages seen, by their JSON, the settings, the counter and the
+        tools their results answer: the rest are marked and counted."""
+        units: dict[int, int] = {}
+        given: dict[int, Hashable] = {}
+        unfound: list[int] = []  # turn positions
+        for position, turn in enumerate(layout.turns):
+            for index in turn:
+                answered = (layout.names.get(call) for call in tool_result_ids(messages[index]))
+                given[index] = ("marked", settings, counter.name, tuple(answered))
+                found = self.kept.found(given[index], self.text(messages[index]))
+                if found is None:
+                    unfound.append(position)
+                else:
+                    units[index] = found
+        if unfound:
+            counted = marked_units(messages, settings, layout, counter, sorted(set(unfound)))
+            for index, found in counted.items():
+                units[index] = found
+                self.kept.keep(given[index], self.text(messages[index]), found)
+        return units
+
+    def staleness(self, messages: list[Message], settings: Settings) -> Staleness:
+        """Taken up where the analysis of the longest prefix of ``messages`` seen stopped: the
+        analysis reads a conversation message after message."""
+        if not settings.stale_first:
+            return super().staleness(messages, settings)
+        prints = self.prints(messages)
+        rules = settings.tool_rules
+        read, kept = self.kept.analysis(rules, prints)
+        if kept is not None and read == len(messages):
+            return kept.staleness()
+        analysis = Analysis(rules) if kept is None else kept.copy()
+        analysis.read(messages[read:])
+        self.kept.keep_analysis(rules, prints[-1], analysis)
+        return analysis.staleness()
+
+    def compaction(self, messages: list[Message], settings: Settings) -> list[Message] | None:
+        compactions = self.kept.compactions
+        if compactions is None:
+            return None
+        return compactions.get(self.prints(messages)[-1], settings)
+
+    def keep_compaction(
+        self, messages: list[Message], settings: Settings, result: list[Message]
+    ) -> None:
+        if self.kept.compactions is not None:
+            self.kept.compactions.put(self.prints(messages)[-1], settings, result)
+
+    def prints(self, messages: list[Message]) -> list[bytes]:
+        """The print of each prefix of ``messages``, the empty one first: a hash of the JSON of
+        its messages, one after the other."""
+        prints = [START]
+        for message in messages:
+            prints.append(self.kept.prints.after(prints[-1], self.text(message)))
+        return prints

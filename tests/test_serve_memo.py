@@ -1,0 +1,128 @@
+"""What serve keeps of the histories it was sent (serve/memo.py, the ledger's links, the analysis
+of stale results taken up where it stopped): a request gets the same bytes and the same figures
+with them as without them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import conversations, text_blocks, texts
+
+from compactor_core.compaction.estimate import HEURISTIC, estimate
+from compactor_core.compaction.staleness import Analysis, analyse
+from compactor_core.compaction.status import Status
+from compactor_core.providers.extractive import ExtractiveSummarizer
+from compactor_core.serve.compaction import Compactor
+from compactor_core.serve.ledger import Links, chain
+from compactor_core.serve.memo import KeptResults
+from compactor_core.serve.summaries import KeptSummarizer, SummaryStore
+from compactor_core.serve.wire import CHAT, MESSAGES, WIRES
+from compactor_core.settings import Settings
+
+CORPUS = Path(__file__).parent / "corpus"
+HEADER = {"model": "m", "tools": [], "system": "s"}
+
+
+@given(conversations(), st.one_of(st.none(), texts(), st.lists(text_blocks, max_size=2)))
+def test_a_requests_estimate_is_the_sum_of_its_messages_counts(
+    messages: list[dict[str, Any]], system: Any
+) -> None:
+    memo = KeptResults(None).for_request()
+    assert memo.tokens(messages, system, HEURISTIC) == estimate(messages, system)
+    again = KeptResults(None).for_request()  # counted by another request's memo, then this one
+    again.tokens(messages, system, HEURISTIC)
+    assert again.tokens(messages, system, HEURISTIC) == estimate(messages, system)
+
+
+@given(conversations())
+def test_the_ledgers_links_give_the_fingerprints_taken_anew(messages: list[dict[str, Any]]) -> None:
+    links = Links()
+    memo = KeptResults(None).for_request()
+    expected = chain(HEADER, messages)
+    assert chain(HEADER, messages, None, links, memo.text) == expected
+    assert chain(HEADER, messages, None, links, memo.text) == expected  # now from the links
+
+
+def test_the_links_stay_within_their_budget() -> None:
+    links = Links(budget=100)
+    digest = b"0" * 16
+    for number in range(50):
+        digest = links.after(digest, f'{{"content": "message {number}"}}'.encode())
+    assert 0 < len(links._next) <= 4
+    assert links._size <= 100
+
+
+def growing(transcript: str) -> list[list[dict[str, Any]]]:
+    """The histories an agent sends, one before each of its replies."""
+    messages = json.loads((CORPUS / transcript).read_text())
+    points = [index for index, message in enumerate(messages) if message["role"] == "assistant"]
+    return [messages[:point] for point in points if point > 0] + [messages]
+
+
+def body(messages: list[dict[str, Any]]) -> bytes:
+    return json.dumps({"model": "m", "max_tokens": 100, "messages": messages}).encode()
+
+
+def kept() -> KeptSummarizer:
+    return KeptSummarizer(ExtractiveSummarizer(), SummaryStore(None), "extractive")
+
+
+@pytest.mark.parametrize(
+    ("transcript", "route"),
+    [("cc_kimi_516b7270.json", MESSAGES), ("oai_openhands_ponyc4593.json", CHAT)],
+)
+@pytest.mark.parametrize("threshold", [4000, 50_000])  # cuts, and markers in batches alone
+def test_a_conversation_through_one_proxy_is_forwarded_as_by_a_new_one_each_time(
+    transcript: str, route: str, threshold: int
+) -> None:
+    """One ``Compactor`` keeps what it computed from request to request; a new one for each
+    request, its summarizer not kept, computes everything: both forward the same bytes and
+    report the same figures (those of the ledger aside: a new one has not seen the
+    conversation)."""
+    settings = Settings(threshold=threshold, min_gain=500)
+    proxy = Compactor(settings, kept())
+    summaries, truncated = [], 0
+    for messages in growing(transcript):
+        data = body(messages)
+        forwarded = proxy.compact(WIRES[route], data)
+        fresh = Compactor(settings, ExtractiveSummarizer()).compact(WIRES[route], data)
+        assert forwarded.body == fresh.body
+        assert forwarded.report.tokens_in == fresh.report.tokens_in
+        assert forwarded.report.tokens_out == fresh.report.tokens_out
+        assert forwarded.report.truncated == fresh.report.truncated
+        summaries.append(forwarded.report.summary)
+        truncated = max(truncated, forwarded.report.truncated)
+    if threshold < 50_000:
+        assert Status.COMPACTED in summaries
+        assert proxy.provider.reused > 0  # cuts found again: their compactions given again
+    else:
+        assert truncated > 0  # batches of markers
+
+
+@given(conversations(max_turns=12), st.data())
+def test_an_analysis_taken_up_from_a_copy_finds_what_one_reading_finds(
+    messages: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    split = data.draw(st.integers(0, len(messages)))
+    first = Analysis()
+    first.read(messages[:split])
+    taken_up = first.copy()
+    first.read(messages)  # the first goes on otherwise: the copy is on its own
+    taken_up.read(messages[split:])
+    assert taken_up.staleness() == analyse(messages)
+
+
+@pytest.mark.parametrize("transcript", ["cc_kimi_516b7270.json", "oai_openhands_ponyc4593.json"])
+def test_the_stale_results_of_a_growing_conversation_are_found_as_by_one_reading(
+    transcript: str,
+) -> None:
+    kept, settings = KeptResults(None), Settings()
+    histories = growing(transcript)
+    for messages in [*histories, histories[-1], histories[0]]:  # sent again, and the first
+        assert kept.for_request().staleness(messages, settings) == analyse(messages)
+    assert analyse(histories[-1]).superseded  # there were some to find
