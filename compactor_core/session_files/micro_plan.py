@@ -15,20 +15,21 @@ become their markers too (old_images.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from bisect import bisect_right
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..compaction.handles import replaced_originals
 from ..compaction.micro import is_marker, mark_all_but, worth_a_marker
 from ..compaction.old_images import mark_images
-from ..compaction.staleness import NONE, Staleness
+from ..compaction.staleness import NONE, Answer, Staleness, superseded_by
 from ..conversation.tools import UNKNOWN_TOOL, result_holders
 from ..settings import Settings
 from .base import Record
 from .index import SessionIndex
 from .keys import KeyMap, LineSet, key
-from .stale import Superseded, stale_in_view, with_subjects
+from .stale import CallTouches, Superseded, with_subjects
 from .table import RecordTable
 
 Pieces = set[tuple[int, int | None]]  # (record, part) of view messages; part None: all of it
@@ -130,8 +131,29 @@ def stale_results(
     """The view's stale results with the subjects their markers name (stale.py), when the
     index kept what the calls touched."""
     touches = session.infos.touches
-    found = stale_in_view(session, turns)
+    found = _stale_in_view(session, touches, turns) if touches is not None else {}
     return with_subjects(found, touches, session.format, read) if touches and found else {}
+
+
+def _stale_in_view(session: SessionIndex, touches: CallTouches, turns: Sequence[int]) -> Superseded:
+    """The stale results of the view (of a session indexed with rules), by their calls' keys;
+    ``turns``: the view messages that open a tool-result turn, in order. The subjects are not
+    yet filled in (``with_subjects``)."""
+    return superseded_by(_answers(session, touches, turns))
+
+
+def _answers(session: SessionIndex, touches: CallTouches, turns: Sequence[int]) -> Iterator[Answer]:
+    """The view's results whose calls touched something, as staleness sees them."""
+    infos = session.infos
+    for number, message in enumerate(session.view):
+        turn = max(bisect_right(turns, number) - 1, 0)
+        for index, part in message.pieces():
+            for result in infos.results(index):
+                touched = touches.of(result.call_id) if part in (None, result.part) else ()
+                if touched and touches.met_again(touched):
+                    tool = session.tool(result.call_id, UNKNOWN_TOOL)
+                    error = touches.is_error(result.call_id)
+                    yield Answer(result.call_id, tool, touched, turn, number, error)
 
 
 def plan_images(session: SessionIndex, keep_recent: int) -> OldImages:

@@ -9,28 +9,23 @@ rule covers (29 a touch, the rest ``KeyMap`` entries): a session of millions of 
 no tool input in memory. Staleness then holds only the results whose
 calls touched something another call touched too (the others can neither go stale nor make one).
 
-The view's results, in the view's order with their tool-result turns, go through the core's
-``superseded_by``; the text a marker shows of a stale result's subject is read back from its
-call's record, for the stale results alone (``with_subjects``).
+The planner (micro_plan.py) puts the view's results, in the view's order with their tool-result
+turns, through the core's ``superseded_by``; the text a marker shows of a stale result's subject
+is read back from its call's record, for the stale results alone (``with_subjects``).
 """
 
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-from ..compaction.staleness import Answer, Supersession, calls_of, superseded_by, touched_by
+from ..compaction.staleness import Supersession, calls_of, touched_by
 from ..conversation.formats import Message
 from ..conversation.tool_rules import DOMAINS, KINDS, Rules, rules_table
-from ..conversation.tools import UNKNOWN_TOOL
 from .base import AgentFormat, Record
 from .keys import KeyMap, key
-
-if TYPE_CHECKING:
-    from .index import SessionIndex
 
 Superseded = dict[int, Supersession]  # call key -> how its result went stale
 _KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
@@ -107,30 +102,6 @@ class CallTouches:
 def _meeting(domain: str, subject: int) -> int:
     """The key of what touches meet on: their domain and subject (staleness.py)."""
     return hash((domain, subject)) or 1
-
-
-def stale_in_view(session: SessionIndex, turns: Sequence[int]) -> Superseded:
-    """The stale results of the view (of a session indexed with rules), by their calls' keys;
-    ``turns``: the view messages that open a tool-result turn, in order. The subjects are not
-    yet filled in (``with_subjects``)."""
-    touches: CallTouches | None = session.infos.touches
-    if touches is None:
-        return {}
-    return superseded_by(_answers(session, touches, turns))
-
-
-def _answers(session: SessionIndex, touches: CallTouches, turns: Sequence[int]) -> Iterator[Answer]:
-    """The view's results whose calls touched something, as staleness sees them."""
-    infos = session.infos
-    for number, message in enumerate(session.view):
-        turn = max(bisect_right(turns, number) - 1, 0)
-        for index, part in message.pieces():
-            for result in infos.results(index):
-                touched = touches.of(result.call_id) if part in (None, result.part) else ()
-                if touched and touches.met_again(touched):
-                    tool = session.tool(result.call_id, UNKNOWN_TOOL)
-                    error = touches.is_error(result.call_id)
-                    yield Answer(result.call_id, tool, touched, turn, number, error)
 
 
 def with_subjects(
