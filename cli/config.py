@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
@@ -53,8 +52,7 @@ OWN_RULES = {
 OWN_TABLES = {"extractive", "openai", "anthropic", "command", "tools"}
 
 
-@dataclass(frozen=True)
-class ConfigFile:
+class ConfigFile(NamedTuple):  # not a dataclass, whose class takes longer to make at start
     path: str
     data: dict[str, Any]
 
@@ -140,8 +138,7 @@ PLURALS = {"exclude_tool": "exclude_tools", "glob": "globs"}
 # --- what click is given ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Found:
+class Found(NamedTuple):
     """One value from outside the command line, and where it came from."""
 
     value: Any

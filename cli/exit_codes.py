@@ -114,13 +114,13 @@ _FLAG_WORDS: tuple[tuple[str, str], ...] = (
     (r"to_prune needs keep=N or older_than=AGE", "--prune needs --keep N or --older-than AGE"),
     (r"older_than='", "--older-than '"),
 )
-_FLAG_PATTERNS = tuple((re.compile(pattern), flag) for pattern, flag in _FLAG_WORDS)
 
 
 def in_flag_words(message: str) -> str:
-    """The core's message with its arguments named as the command line's flags."""
-    for pattern, flag in _FLAG_PATTERNS:
-        message = pattern.sub(flag, message)
+    """The core's message with its arguments named as the command line's flags (the patterns
+    are compiled by ``re`` on the first error, not on every start)."""
+    for pattern, flag in _FLAG_WORDS:
+        message = re.sub(pattern, flag, message)
     return message
 
 
