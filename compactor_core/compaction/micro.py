@@ -171,20 +171,16 @@ def mark_turns(
     layout = layout or Layout.of(messages)
     turns = layout.turns
     if within is None:
-        chosen = range(len(turns))
+        chosen: Collection[int] = range(len(turns))
     else:
-        chosen = [position for position, turn in enumerate(turns) if within.issuperset(turn)]
+        chosen = {position for position, turn in enumerate(turns) if within.issuperset(turn)}
     at = marked_at or {}
-    takes = [
-        Take(turns[position], at.get(position))
-        for position in sorted(selected)
-        if 0 <= position < len(turns) and (within is None or within.issuperset(turns[position]))
-    ]
+    takes = [Take(turns[p], at.get(p)) for p in sorted(selected) if p in chosen]
     if single:
         only = frozenset(single)
         takes += [
             Take(turns[position], None, only)
-            for position in chosen
+            for position in sorted(chosen)
             if _answers(messages, turns[position], only)
         ]
     settings = replace(settings, compat=False)

@@ -131,19 +131,15 @@ def stale_results(
     """The view's stale results with the subjects their markers name (stale.py), when the
     index kept what the calls touched."""
     touches = session.infos.touches
-    found = _stale_in_view(session, touches, turns) if touches is not None else {}
-    return with_subjects(found, touches, session.format, read) if touches and found else {}
-
-
-def _stale_in_view(session: SessionIndex, touches: CallTouches, turns: Sequence[int]) -> Superseded:
-    """The stale results of the view (of a session indexed with rules), by their calls' keys;
-    ``turns``: the view messages that open a tool-result turn, in order. The subjects are not
-    yet filled in (``with_subjects``)."""
-    return superseded_by(_answers(session, touches, turns))
+    if touches is None:
+        return {}
+    found = superseded_by(_answers(session, touches, turns))  # subjects not yet filled in
+    return with_subjects(found, touches, session.format, read) if found else {}
 
 
 def _answers(session: SessionIndex, touches: CallTouches, turns: Sequence[int]) -> Iterator[Answer]:
-    """The view's results whose calls touched something, as staleness sees them."""
+    """The view's results whose calls touched something, as staleness sees them; ``turns``: the
+    view messages that open a tool-result turn, in order."""
     infos = session.infos
     for number, message in enumerate(session.view):
         turn = max(bisect_right(turns, number) - 1, 0)
@@ -284,7 +280,8 @@ class MicroChange:
         stale = self.plan.stale
         if not stale:
             return NONE
-        return Staleness({call: stale[key(call)] for call in calls if key(call) in stale})
+        found = ((call, stale.get(key(call))) for call in calls)
+        return Staleness({call: each for call, each in found if each is not None})
 
     def images(self, index: int, record: Record) -> int:
         """How many of the record's images became markers (``--images``)."""
