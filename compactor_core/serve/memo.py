@@ -106,6 +106,8 @@ class RequestResults(KeptCounts):
         self.kept = kept
         self._texts: dict[int, tuple[Message, bytes]] = {}
         self._counted: dict[tuple[int, str], tuple[Message, int]] = {}
+        self._printed: list[Message] = []  # the messages of the longest list printed
+        self._prints: list[bytes] = [START]  # its prints
 
     def text(self, message: Message) -> bytes:
         """The message's JSON (``dumps``)."""
@@ -175,8 +177,16 @@ class RequestResults(KeptCounts):
 
     def prints(self, messages: list[Message]) -> list[bytes]:
         """The print of each prefix of ``messages``, the empty one first: a hash of the JSON of
-        its messages, one after the other."""
-        prints = [START]
-        for message in messages:
+        its messages, one after the other. The staleness and a cut's compaction both ask, the
+        cut of a prefix of the request's messages: what was printed of the same messages (by
+        identity) is not printed again."""
+        same = 0
+        printed = self._printed
+        while same < min(len(messages), len(printed)) and printed[same] is messages[same]:
+            same += 1
+        prints = self._prints[: same + 1]
+        for message in messages[same:]:
             prints.append(self.kept.prints.after(prints[-1], self.text(message)))
+        if len(messages) >= len(printed):
+            self._printed, self._prints = list(messages), prints
         return prints
