@@ -186,9 +186,31 @@ def test_decisions_are_kept_as_the_conversation_grows(messages: list, chosen: Se
 @PROPERTY
 @given(conversations(min_turns=4, max_turns=16), st.integers(-1, 3))
 def test_min_gain_zero_marks_what_micro_marks(messages: list, keep: int) -> None:
-    """``micro`` as an explicit command keeps SPEC §2 exactly: its --min-gain defaults to 0."""
-    chosen = Settings(threshold=NO_CUT, min_gain=0, keep_recent=keep)
+    """``micro`` as an explicit command keeps SPEC §2 exactly: its --min-gain defaults to 0.
+    By age alone: with stale results first, a marker reads as it did when it was made (next
+    test), where ``micro`` on the whole conversation names what superseded it."""
+    chosen = Settings(threshold=NO_CUT, min_gain=0, keep_recent=keep, stale=False)
     assert stable(messages, chosen).messages == micro_compact(messages, chosen)[0]
+
+
+def test_a_marker_made_before_its_result_went_stale_keeps_its_words() -> None:
+    """The policy marks a result at the request after it (min_gain 0, nothing kept), before the
+    same command ran again: the prompt's prefix stays as it was sent, cached. ``micro`` of the
+    whole conversation, made at once, names the later run (found by hypothesis, as the
+    difference between the two)."""
+    output = "1\n2\n3\n4\n5\n6\n7\n8\n9\n" * 20  # 360 characters
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "count"}]
+    for number in (1, 2):
+        call = {"type": "tool_use", "id": f"toolu_{number}", "name": "bash"}
+        call["input"] = {"command": "seq 9"}
+        result = {"type": "tool_result", "tool_use_id": f"toolu_{number}", "content": output}
+        messages.append({"role": "assistant", "content": [call]})
+        messages.append({"role": "user", "content": [result]})
+    chosen = Settings(threshold=NO_CUT, min_gain=0, keep_recent=0)
+    first = stable(messages, chosen).messages[2]["content"][0]["content"]
+    assert first == "[truncated: bash result, 360 chars]"
+    once = micro_compact(messages, chosen)[0][2]["content"][0]["content"]
+    assert once == "[superseded: bash seq 9, run again 1 turn later]"
 
 
 @PROPERTY
