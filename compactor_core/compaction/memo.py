@@ -3,12 +3,13 @@ result, so a memo changes how long a run takes, never what it gives.
 
 A single run computes everything (``NO_MEMO``). A proxy is sent the same history again and
 again, each time with a little more at its end, and keeps what the cache-aware policy computed of
-it (``serve.memo``): each message's count, the analysis of its stale results, and the full
-compactions of its cuts.
+it (``serve.memo``): each message's count, the analysis of its stale results, the full
+compactions of its cuts, and the heads they leave.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from ..conversation.formats import Message
@@ -53,6 +54,23 @@ class Memo:
         self, messages: list[Message], settings: Settings, result: list[Message]
     ) -> None:
         """Keep the result of the full compaction of ``messages``."""
+
+    def head(
+        self, history: list[Message], settings: Settings, cuts: tuple[Hashable, ...]
+    ) -> list[Message] | None:
+        """The head that ``cuts`` (a plan's first ones, oldest first) left of ``history`` (the
+        history at the last of them) under ``settings``, if one was kept (its summarizer being
+        deterministic): the cuts of a prefix say all its summaries were given."""
+        return None
+
+    def keep_head(
+        self,
+        history: list[Message],
+        settings: Settings,
+        cuts: tuple[Hashable, ...],
+        head: list[Message],
+    ) -> None:
+        """Keep the head that ``cuts`` left of ``history``."""
 
 
 class KeptCounts(Memo):

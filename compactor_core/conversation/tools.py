@@ -64,8 +64,18 @@ class ToolNames(dict[str, str]):
     """Tool call id -> tool name. Only string ids are recorded, so ``get`` answers any other id
     (a number, or an unhashable list or object in malformed input) with the default."""
 
+    # an id was named again with another name: a later message changed what an earlier result
+    # answers, so what was found of a prefix of the conversation may not hold for all of it
+    renamed = False
+
     def get(self, call_id: Any, default: Any = None) -> Any:  # type: ignore[override]
         return super().get(call_id, default) if isinstance(call_id, str) else default
+
+    def name(self, call_id: str, name: str) -> None:
+        """Record the call's tool; the last one wins."""
+        if super().get(call_id, name) != name:
+            self.renamed = True
+        self[call_id] = name
 
 
 def tool_names(messages: list[Message]) -> ToolNames:
@@ -76,12 +86,12 @@ def tool_names(messages: list[Message]) -> ToolNames:
             if isinstance(block, dict) and block.get("type") == "tool_use":
                 call_id = block.get("id")
                 if isinstance(call_id, str):
-                    names[call_id] = tool_name(block.get("name"))
+                    names.name(call_id, tool_name(block.get("name")))
         for call in message.get("tool_calls") or ():
             function = call.get("function") or {}
             name = tool_name(function.get("name"))
             if isinstance(call.get("id"), str):
-                names[call["id"]] = name
+                names.name(call["id"], name)
     return names
 
 

@@ -25,7 +25,7 @@ import contextlib
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -182,29 +182,48 @@ class KeptSummarizer:
 
 class KeptCompactions:
     """The newest ``memory`` full compactions (``compaction.memo.Memo.compaction``), by what
-    they were given: the settings and the print of the messages (``memo.KeptResults.print``).
-    The same give the same result again, word for word, with a deterministic summarizer;
-    ``given_again`` is told each time one is, as its summary is given again."""
+    they were given: the settings and the print of the messages (``memo.KeptResults.print``);
+    and the heads a plan's cuts left of a history (``Memo.head``), by the settings, the print of
+    the history and the cuts. The same give the same result again, word for word, with a
+    deterministic summarizer; ``given_again`` is told each time one is, as its summary is given
+    again."""
 
     def __init__(self, given_again: Callable[[], None], memory: int = MEMORY) -> None:
         self.given_again = given_again
         self.memory = memory
-        self._recent: OrderedDict[tuple[Settings, bytes], list[Message]] = OrderedDict()
+        self._recent: OrderedDict[Hashable, list[Message]] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, messages: bytes, settings: Settings) -> list[Message] | None:
         """The result of the compaction of the messages of this print, if kept."""
+        return self._found((settings, messages))
+
+    def put(self, messages: bytes, settings: Settings, result: list[Message]) -> None:
+        self._keep((settings, messages), result)
+
+    def head(
+        self, history: bytes, settings: Settings, cuts: tuple[Hashable, ...]
+    ) -> list[Message] | None:
+        """The head the cuts left of the history of this print, if kept."""
+        return self._found((settings, history, cuts))
+
+    def put_head(
+        self, history: bytes, settings: Settings, cuts: tuple[Hashable, ...], head: list[Message]
+    ) -> None:
+        self._keep((settings, history, cuts), head)
+
+    def _found(self, key: Hashable) -> list[Message] | None:
         with self._lock:
-            result = self._recent.get((settings, messages))
+            result = self._recent.get(key)
             if result is None:
                 return None
-            self._recent.move_to_end((settings, messages))
+            self._recent.move_to_end(key)
         self.given_again()
         return result
 
-    def put(self, messages: bytes, settings: Settings, result: list[Message]) -> None:
+    def _keep(self, key: Hashable, result: list[Message]) -> None:
         with self._lock:
-            self._recent[(settings, messages)] = result
-            self._recent.move_to_end((settings, messages))
+            self._recent[key] = result
+            self._recent.move_to_end(key)
             while len(self._recent) > self.memory:
                 self._recent.popitem(last=False)
