@@ -166,7 +166,8 @@ def parse_time(value: Any) -> float | None:
 
 def message_times(messages: Sequence[Message]) -> list[float | None]:
     """The times messages carry themselves: a ``timestamp`` key, as some exports have."""
-    return [parse_time(message.get("timestamp")) for message in messages]
+    times = [message.get("timestamp") for message in messages]
+    return [None if value is None else parse_time(value) for value in times]
 
 
 def _is_framing(message: Message) -> bool:

@@ -135,7 +135,7 @@ def parse_jsonl(data: bytes, source: str, bom: bool = False) -> Conversation:
     for number, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
             continue
-        message = _loads(line, source, first_line=number)
+        message, _ = _loads(line, source, first_line=number)
         if not isinstance(message, dict):
             raise InputError(
                 f"{source}: line {number}: a message must be an object, got {json_type(message)}"
@@ -148,7 +148,14 @@ def parse_jsonl(data: bytes, source: str, bom: bool = False) -> Conversation:
 def load_value(data: bytes, source: str, line: int = 1) -> Any:
     """One JSON document, read exactly as ``parse`` reads one (big integers, lone surrogates);
     InputError naming ``source`` and ``line`` if it is not valid JSON."""
-    return _loads(data, source, first_line=line)
+    return _loads(data, source, first_line=line)[0]
+
+
+def load_body(data: bytes, source: str) -> tuple[Any, bool]:
+    """``load_value`` of a request body, and whether the walk that looked for big integers found
+    that nothing nests more than MAX_DEPTH levels inside a message of an array at its top: then
+    ``validate_messages`` need not walk its history again (``walked``)."""
+    return _loads(data, source, limit=MAX_DEPTH + 2)  # the body, then the array: two levels
 
 
 class _TrailingData(InputError):
@@ -159,17 +166,23 @@ class _InexactNumber(Exception):
     """orjson read a float of magnitude 2**63 or more: perhaps an integer beyond 64 bits."""
 
 
-def _loads(data: bytes, source: str, first_line: int = 1) -> Any:
-    """Parse one JSON document; ``first_line`` is where ``data`` starts in the file."""
+def _loads(
+    data: bytes, source: str, first_line: int = 1, limit: float = math.inf
+) -> tuple[Any, bool]:
+    """Parse one JSON document; ``first_line`` is where ``data`` starts in the file. With it,
+    whether arrays and objects were found to nest no more than ``limit`` levels inside it."""
     try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError:
         pass  # invalid, or valid JSON that orjson refuses: the standard library decides
     else:
-        if not _holds_huge_float(document):
-            return document
+        too_deep, huge = _scan(document, limit)
+        if too_deep:  # the walk stopped at the limit: the floats below it are looked at too
+            huge = _holds_huge_float(document)
+        if not huge:
+            return document, not too_deep
         # perhaps an integer beyond 64 bits: the standard library reads it exactly
-    return _loads_exactly(data, source, first_line)
+    return _loads_exactly(data, source, first_line), False
 
 
 def _loads_exactly(data: bytes, source: str, first_line: int = 1) -> Any:
@@ -267,20 +280,25 @@ def _jsonl_path(data: bytes):
     return lambda index: f"line {line_numbers[index]}"
 
 
-def validate_messages(messages: list[Any], source: str, path_of: Any, exact: bool = True) -> None:
+def validate_messages(
+    messages: list[Any], source: str, path_of: Any, exact: bool = True, walked: bool = False
+) -> None:
     """Check the shape every part of ctxpack relies on; leave everything else alone.
 
     ``messages`` come from a JSON parser (plain dicts and lists, see ``_scan``). Unless
     ``exact``, raise _InexactNumber for a float orjson may have made of a big integer. The depth
     and the floats are found in one walk of the whole list (a walk per message costs a third
     more on real sessions' many small messages); only a list nested too deep is walked again, a
-    message at a time, to name the message.
+    message at a time, to name the message. ``walked``: the parse's own walk found both fine
+    (``load_body``), so the list is not walked.
     """
     for index, message in enumerate(messages):
         problem = None if _plainly_a_message(message) else _message_problem(message)
         if problem:
             place = path_of(index) + problem.partition(": ")[0]
             raise InputError(f"{source}: {path_of(index)}{problem}", source, place)
+    if walked:
+        return
     too_deep, huge = _scan(messages, MAX_DEPTH + 1)  # the list itself is one more level
     if huge and not exact:
         raise _InexactNumber

@@ -24,7 +24,7 @@ from ..compaction.handles import replaced_originals
 from ..compaction.memo import Memo
 from ..compaction.pipeline import measure, run
 from ..compaction.status import Status
-from ..conversation.formats import Conversation, Message, dumps, load_value
+from ..conversation.formats import Conversation, Message, dumps, load_body
 from ..conversation.tools import blocks, is_block, tool_calls, tool_result_ids
 from ..errors import CtxpackError
 from ..settings import RunSettings, Settings
@@ -99,10 +99,10 @@ class Compactor:
 
     def _compact(self, wire: Wire, data: bytes) -> Forwarded:
         source = f"{wire.name} request"
-        body = load_value(data, source)
+        body, walked = load_body(data, source)
         if not isinstance(body, dict):
             return _as_is(data, f"{source}: not a JSON object")
-        conversation = wire.conversation(body, source)
+        conversation = wire.conversation(body, source, walked)
         if conversation is None or not conversation.messages:
             return _as_is(data, "no history")
         settings = self._settings_for(body, data)

@@ -36,9 +36,12 @@ class Wire:
     cache_pricing = "openai"  # the price profile of the API's prompt cache (stats.py)
     reads_cache_at_breakpoints = False  # Anthropic's: read and written at cache_control only
 
-    def conversation(self, body: dict[str, Any], source: str) -> Conversation | None:
-        """The history as the policy reads it; None when there is none to read."""
-        messages = _history(body, self.history_key, source)
+    def conversation(
+        self, body: dict[str, Any], source: str, walked: bool = False
+    ) -> Conversation | None:
+        """The history as the policy reads it; None when there is none to read. ``walked``:
+        the body was found to nest no deeper than a history may (``formats.load_body``)."""
+        messages = _history(body, self.history_key, source, walked)
         return None if messages is None else Conversation(messages, "envelope", body)
 
     def rebuilt(self, body: dict[str, Any], result: list[Message]) -> dict[str, Any]:
@@ -59,8 +62,10 @@ class MessagesWire(Wire):
 class ChatWire(Wire):
     name = "chat completions"
 
-    def conversation(self, body: dict[str, Any], source: str) -> Conversation | None:
-        messages = _history(body, self.history_key, source)
+    def conversation(
+        self, body: dict[str, Any], source: str, walked: bool = False
+    ) -> Conversation | None:
+        messages = _history(body, self.history_key, source, walked)
         if messages is None:
             return None
         read = [
@@ -78,7 +83,9 @@ class ResponsesWire(Wire):
     history_key = "input"
     header_keys = ("model", "tools", "instructions")
 
-    def conversation(self, body: dict[str, Any], source: str) -> Conversation | None:
+    def conversation(
+        self, body: dict[str, Any], source: str, walked: bool = False
+    ) -> Conversation | None:
         items = body.get("input")
         if not isinstance(items, list):  # a plain string, or none: no history to compact
             return None
@@ -104,13 +111,15 @@ def wire_for(method: str, path: str) -> Wire | None:
     return next((wire for route, wire in WIRES.items() if path.endswith(route)), None)
 
 
-def _history(body: dict[str, Any], key: str, source: str) -> list[Message] | None:
+def _history(
+    body: dict[str, Any], key: str, source: str, walked: bool = False
+) -> list[Message] | None:
     messages = body.get(key)
     if messages is None:
         return None
     if not isinstance(messages, list):
         raise InputError(f'{source}: "{key}" must be an array, got {json_type(messages)}')
-    validate_messages(messages, source, lambda index: f"{key}[{index}]")
+    validate_messages(messages, source, lambda index: f"{key}[{index}]", walked=walked)
     return messages
 
 
