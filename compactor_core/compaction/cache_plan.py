@@ -25,13 +25,16 @@ rarely and in large steps, and only where the conversation itself says so:
 The decisions come from a walk over the conversation's requests, oldest first: one before each
 assistant message (the history up to it) and the current one (the whole conversation). So the
 same prefix always gives the same decisions, and a caller that re-sends its raw history (a proxy)
-gets the requests of one that keeps ctxpack's output: the walk finds the earlier cuts again.
+gets the requests of one that keeps ctxpack's output: the walk finds the earlier cuts again. A
+proxy keeps (``Memo.walk``) the walk of each history up to its last request but the current one,
+and the next request of the conversation takes it up there, instead of walking it all again.
 Turns are named by their position in ``tools.tool_result_turns``, oldest 0.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
+import copy
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -39,13 +42,13 @@ from typing import Any
 
 from ..conversation.formats import Message
 from ..conversation.prompts import PROMPTS, SUMMARY_PREFIX
-from ..conversation.tools import result_holders
 from ..defaults import MIN_GAIN
 from ..settings import Settings
 from .estimate import Counter, units_to_tokens
 from .full import find_pending_turn
 from .memo import NO_MEMO, Memo
-from .micro import Layout, mark_turns
+from .micro import Layout
+from .stale_walk import StaleResults
 from .staleness import NONE, Staleness
 from .tokenizers import counter as counter_named
 
@@ -136,18 +139,35 @@ def plan(
     the messages', when the caller has it already.
     """
     counter = counter_named(settings.tokenizer)
-    walk = _Walk(messages, settings, counter, fixed_tokens, payback, memo, layout)
     timing = timing or Timing()
-    previous: float | None = None
-    for point in request_points(messages):
+    points = request_points(messages)
+    given = (settings, fixed_tokens, past_cuts, unmade, payback, timing.ttl)
+    saved = _saved_walk(messages, points, timing, memo.walk(messages, given))
+    walk = _Walk(messages, settings, counter, fixed_tokens, payback, memo, layout, saved)
+    for point in points[bisect_right(points, walk.added) :]:  # those not walked before
         walk.advance(point)
         now = _request_time(timing, point, len(messages))
-        if previous is not None and now is not None and now - previous > timing.ttl:
+        if walk.previous is not None and now is not None and now - walk.previous > timing.ttl:
             walk.catch_up()
-        previous = now
+        walk.previous = now
         if (past_cuts or point == len(messages)) and point not in unmade:
             walk.fit(point)
+        if len(points) > 1 and point == points[-2]:  # the previous request: where the next goes on
+            memo.keep_walk(messages[:point], given, walk.saved(timing))
     return walk.result()
+
+
+def _saved_walk(
+    messages: list[Message], points: list[int], timing: Timing, found: tuple[int, Any] | None
+) -> dict[str, Any] | None:
+    """The walk kept of a prefix of ``messages``, if it ended at one of their requests with the
+    same times (both go into the walk besides the messages)."""
+    if found is None:
+        return None
+    length, saved = found
+    if length not in points or saved["times"] != tuple(timing.times[:length]):
+        return None
+    return saved
 
 
 def parse_time(value: Any) -> float | None:
@@ -194,7 +214,8 @@ def _request_time(timing: Timing, point: int, length: int) -> float | None:
 
 
 class _Walk:
-    """The walk's state: what is sent, what is marked, what waits in the batch."""
+    """The walk's state: what is sent, what is marked, what waits in the batch. ``saved``: what
+    a walk of a prefix of the messages found (``_Walk.saved``), taken up where it ended."""
 
     def __init__(
         self,
@@ -205,18 +226,13 @@ class _Walk:
         payback: bool = False,
         memo: Memo = NO_MEMO,
         layout: Layout | None = None,
+        saved: dict[str, Any] | None = None,
     ) -> None:
         self.messages, self.settings, self.counter = messages, settings, counter
         self.payback = payback
-        self.units = [memo.units(message, counter) for message in messages]  # as sent now
         layout = layout or Layout.of(messages)
         self.turns = layout.turns
         self.turn_starts = [turn[0] for turn in self.turns]
-        # what an old turn's markers free, as its truncation markers: a batch of old turns fills
-        # as it does by age alone (stale results only join it sooner)
-        self.marked_units = memo.marked_units(messages, settings, layout, counter)
-        self.staleness = memo.staleness(messages, settings)
-        self.stale = _StaleResults(messages, settings, counter, self.staleness, layout, memo)
         per_token = counter.per_token
         self.fixed_units = fixed_tokens * per_token
         self.threshold_units = settings.threshold * per_token
@@ -225,9 +241,24 @@ class _Walk:
         self.ack_units = max(
             counter.units([prompts.acknowledgement]) for prompts in PROMPTS.values()
         )
-        for index, message in enumerate(messages):  # counted as a cut's head counts its own
-            if _is_summary(message):
-                self.units[index] = max(self.units[index], self.summary_units)
+        self._start()
+        if saved is not None:
+            self._take_up(saved)
+        new = messages[self.added :]
+        self.units[self.added :] = [self._units(message, memo) for message in new]
+        # what an old turn's markers free, as its truncation markers: a batch of old turns fills
+        # as it does by age alone (stale results only join it sooner); the turns walked before
+        # and not in the batch need none
+        waiting = range(min(self.batch, default=self.considered), len(self.turns))
+        self.marked_units = memo.marked_units(messages, settings, layout, counter, waiting)
+        self.staleness = memo.staleness(messages, settings)
+        self.stale = StaleResults(
+            messages, settings, counter, self.staleness, layout, memo, self.added
+        )
+
+    def _start(self) -> None:
+        """The walk before its first request (``_PROGRESS``)."""
+        self.units: list[int] = []  # of each message, as sent now
         self.live: list[int] = []
         self.live_units = 0
         self.head_systems: list[int] = []  # system messages the cuts moved to the front
@@ -235,14 +266,31 @@ class _Walk:
         self.marked: set[int] = set()
         self.marked_at: dict[int, int] = {}
         self.batch: list[int] = []  # turns old enough, not yet marked
-        self.batch_stale: list[str] = []  # stale results of newer turns, not yet marked
-        self.single: set[str] = set()
+        # stale results of newer turns, not yet marked: (call id, message index, what it frees)
+        self.batch_stale: list[tuple[str, int, int]] = []
+        self.single: dict[str, int] = {}  # stale results marked: call id, message index
         self.batch_gain = 0
         self.added = 0  # messages[:added] have joined the walk
         self.considered = 0  # turns[:considered] were old enough, or went into a summary
         self.cuts: list[Cut] = []
         self.batches = self.catch_ups = 0
         self.since_cut = 0  # requests walked since the last cut
+        self.previous: float | None = None  # the time of the last request walked
+
+    def _take_up(self, saved: dict[str, Any]) -> None:
+        for name in _PROGRESS:
+            setattr(self, name, copy.copy(saved[name]))  # the saved walk stays as it was
+
+    def saved(self, timing: Timing) -> dict[str, Any]:
+        """The walk so far, to be taken up by a walk of a conversation that goes on from here
+        (with the times it was walked by)."""
+        saved = {name: copy.copy(getattr(self, name)) for name in _PROGRESS}
+        return {**saved, "times": tuple(timing.times[: self.added])}
+
+    def _units(self, message: Message, memo: Memo) -> int:
+        units = memo.units(message, self.counter)
+        # counted as a cut's head counts its own
+        return max(units, self.summary_units) if _is_summary(message) else units
 
     def advance(self, point: int) -> None:
         """The history grows to ``messages[:point]``; turns that became old enough join the
@@ -256,9 +304,9 @@ class _Walk:
         old_enough = started - keep if keep > 0 else started
         # stale duplicates among the newest turns ride with the next batch: they never make
         # one happen sooner, so the prompt is written again exactly when age alone writes it
-        for call, index in self.stale.gone_stale(point):
-            if self._turn_of(index) >= max(self.considered, old_enough):
-                self.batch_stale.append(call)
+        for gone in self.stale.gone_stale(point):
+            if self._turn_of(gone[1]) >= max(self.considered, old_enough):
+                self.batch_stale.append(gone)
         for position in range(self.considered, old_enough):
             self.batch.append(position)
             self._join(self._gain(position))
@@ -322,7 +370,7 @@ class _Walk:
         tokens = units_to_tokens(units, self.counter)
         cuts = tuple(self.cuts)
         marked_at = tuple((position, self.marked_at[position]) for position in sorted(marked))
-        single = frozenset(call for call in self.single if self.stale.index[call] in live)
+        single = frozenset(call for call, index in self.single.items() if index in live)
         return Plan(
             marked,
             tuple(self.live),
@@ -341,9 +389,9 @@ class _Walk:
 
     def _mark_batch(self) -> None:
         live = set(self.live)
-        for call in self.batch_stale:
-            self.single.add(call)
-            self._free(self.stale.index[call], self.stale.gains[call], live)
+        for call, index, gain in self.batch_stale:
+            self.single[call] = index
+            self._free(index, gain, live)
         for position in self.batch:
             self.marked.add(position)
             self.marked_at[position] = self.added
@@ -364,46 +412,24 @@ class _Walk:
         return sum(self.units[index] for index in indexes)
 
 
-class _StaleResults:
-    """The results a later one repeats (staleness.py), for the walk: where each is, what its
-    marker frees, and the request from which on it is stale."""
-
-    def __init__(
-        self,
-        messages: list[Message],
-        settings: Settings,
-        counter: Counter,
-        stale: Staleness,
-        layout: Layout,
-        memo: Memo = NO_MEMO,
-    ) -> None:
-        duplicates = stale.duplicates()
-        self.index: dict[str, int] = {}
-        self.gains: dict[str, int] = {}
-        marked, _ = mark_turns(
-            messages, settings, (), single=duplicates, stale=stale, layout=layout
-        )
-        for index, (before, after) in enumerate(zip(messages, marked, strict=True)):
-            if before is after:
-                continue
-            pairs = zip(result_holders([before]), result_holders([after]), strict=True)
-            for (call, was), (_, now) in pairs:
-                if was is not now and was.get("content") != now.get("content"):
-                    self.index[call] = index
-                    freed = _content_units(was, counter, memo) - _content_units(now, counter, memo)
-                    self.gains[call] = freed
-        self.order = sorted((duplicates[call].at, call) for call in self.index)
-        self.next = 0
-
-    def gone_stale(self, point: int) -> list[tuple[str, int]]:
-        """(call id, message index) of the results gone stale before ``point``, once each."""
-        found = []
-        while self.next < len(self.order) and self.order[self.next][0] < point:
-            call = self.order[self.next][1]
-            found.append((call, self.index[call]))
-            self.next += 1
-        return found
-
-
-def _content_units(holder: dict[str, Any], counter: Counter, memo: Memo) -> int:
-    return memo.units({"content": holder.get("content")}, counter)
+# what a walk has found so far: the attributes ``_Walk.saved`` keeps and a walk takes up
+_PROGRESS = (
+    "units",
+    "live",
+    "live_units",
+    "head_systems",
+    "head_units",
+    "marked",
+    "marked_at",
+    "batch",
+    "batch_stale",
+    "single",
+    "batch_gain",
+    "added",
+    "considered",
+    "cuts",
+    "batches",
+    "catch_ups",
+    "since_cut",
+    "previous",
+)

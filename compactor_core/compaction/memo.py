@@ -3,8 +3,8 @@ result, so a memo changes how long a run takes, never what it gives.
 
 A single run computes everything (``NO_MEMO``). A proxy is sent the same history again and
 again, each time with a little more at its end, and keeps what the cache-aware policy computed of
-it (``serve.memo``): each message's count, the analysis of its stale results, the full
-compactions of its cuts, and the heads they leave.
+it (``serve.memo``): each message's count, the analysis of its stale results, the policy's walk
+of its requests, the full compactions of its cuts, and the heads they leave.
 """
 
 from __future__ import annotations
@@ -34,16 +34,30 @@ class Memo:
         return estimate(messages, system, counter=counter)
 
     def marked_units(
-        self, messages: list[Message], settings: Settings, layout: Layout, counter: Counter
+        self,
+        messages: list[Message],
+        settings: Settings,
+        layout: Layout,
+        counter: Counter,
+        positions: range,
     ) -> dict[int, int]:
-        """Each tool-result message's count with all its results markers
-        (``micro.marked_units``)."""
-        return marked_units(messages, settings, layout, counter)
+        """The count of each message of these tool-result turns (positions in
+        ``layout.turns``) with all its results markers (``micro.marked_units``)."""
+        return marked_units(messages, settings, layout, counter, positions)
 
     def staleness(self, messages: list[Message], settings: Settings) -> Staleness:
         """The conversation's stale results, when the settings put them first
         (``micro.staleness_of``)."""
         return staleness_of(messages, settings)
+
+    def walk(self, messages: list[Message], given: Hashable) -> tuple[int, Any] | None:
+        """The cache-aware policy's walk (``cache_plan``) of the longest prefix of ``messages``
+        kept under ``given`` (what else it depends on), and the prefix's length; None if none
+        was kept."""
+        return None
+
+    def keep_walk(self, history: list[Message], given: Hashable, walk: Any) -> None:
+        """Keep the walk of ``history`` under ``given``, never to be changed."""
 
     def compaction(self, messages: list[Message], settings: Settings) -> list[Message] | None:
         """The result of the full compaction of ``messages`` under ``settings``, if one was kept

@@ -23,7 +23,6 @@ from ..compaction.memo import KeptCounts
 from ..compaction.micro import Layout, marked_units
 from ..compaction.staleness import Analysis, Staleness
 from ..conversation.formats import Message, dumps
-from ..conversation.tool_rules import Rules
 from ..conversation.tools import tool_result_ids
 from .ledger import DIGEST, Links
 
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
     from .summaries import KeptCompactions
 
 BUDGET = 16 << 20  # bytes of messages whose counts (and prefixes' prints) are kept
-ANALYSES = 64  # analyses of stale results kept, each where a request's history ended
+ALONG = 128  # analyses of stale results and walks of the policy kept
 START = bytes(DIGEST)  # the print of no message
 
 
@@ -46,7 +45,9 @@ class KeptResults:
         self._size = 0
         self._lock = threading.Lock()
         self.prints = Links(budget)  # of each prefix of a history, by the JSON of its messages
-        self._analyses: OrderedDict[tuple[Rules, bytes], Analysis] = OrderedDict()
+        # of prefixes of histories, each where a request's history ended (the analyses of their
+        # stale results) or before its last request (the policy's walks)
+        self._along: OrderedDict[tuple[Hashable, bytes], Any] = OrderedDict()
 
     def for_request(self) -> RequestResults:
         return RequestResults(self)
@@ -77,23 +78,24 @@ class KeptResults:
                 (_, dropped), _ = self._found.popitem(last=False)
                 self._size -= len(dropped)
 
-    def analysis(self, rules: Rules, prints: list[bytes]) -> tuple[int, Analysis | None]:
-        """The analysis of the longest prefix kept (its length), by the prints of the
-        prefixes; never to be read on (``Analysis.copy``)."""
+    def along(self, what: Hashable, prints: list[bytes]) -> tuple[int, Any]:
+        """What was found of the longest prefix kept (its length, and None if none was), by the
+        prints of the prefixes (``what``: what it is, and what else it depends on); never to be
+        changed (``Analysis.copy``)."""
         with self._lock:
             for length in range(len(prints) - 1, 0, -1):
-                analysis = self._analyses.get((rules, prints[length]))
-                if analysis is not None:
-                    self._analyses.move_to_end((rules, prints[length]))
-                    return length, analysis
+                found = self._along.get((what, prints[length]))
+                if found is not None:
+                    self._along.move_to_end((what, prints[length]))
+                    return length, found
         return 0, None
 
-    def keep_analysis(self, rules: Rules, print_: bytes, analysis: Analysis) -> None:
+    def keep_along(self, what: Hashable, print_: bytes, found: Any) -> None:
         with self._lock:
-            self._analyses[(rules, print_)] = analysis
-            self._analyses.move_to_end((rules, print_))
-            while len(self._analyses) > ANALYSES:
-                self._analyses.popitem(last=False)
+            self._along[(what, print_)] = found
+            self._along.move_to_end((what, print_))
+            while len(self._along) > ALONG:
+                self._along.popitem(last=False)
 
 
 class RequestResults(KeptCounts):
@@ -125,15 +127,20 @@ class RequestResults(KeptCounts):
         return counted[1]
 
     def marked_units(
-        self, messages: list[Message], settings: Settings, layout: Layout, counter: Counter
+        self,
+        messages: list[Message],
+        settings: Settings,
+        layout: Layout,
+        counter: Counter,
+        positions: range,
     ) -> dict[int, int]:
         """Found again for the messages seen, by their JSON, the settings, the counter and the
         tools their results answer: the rest are marked and counted."""
         units: dict[int, int] = {}
         given: dict[int, Hashable] = {}
         unfound: list[int] = []  # turn positions
-        for position, turn in enumerate(layout.turns):
-            for index in turn:
+        for position in positions:
+            for index in layout.turns[position]:
                 answered = (layout.names.get(call) for call in tool_result_ids(messages[index]))
                 given[index] = ("marked", settings, counter.name, tuple(answered))
                 found = self.kept.found(given[index], self.text(messages[index]))
@@ -155,13 +162,20 @@ class RequestResults(KeptCounts):
             return super().staleness(messages, settings)
         prints = self.prints(messages)
         rules = settings.tool_rules
-        read, kept = self.kept.analysis(rules, prints)
+        read, kept = self.kept.along(rules, prints)
         if kept is not None and read == len(messages):
             return kept.staleness()
         analysis = Analysis(rules) if kept is None else kept.copy()
         analysis.read(messages[read:])
-        self.kept.keep_analysis(rules, prints[-1], analysis)
+        self.kept.keep_along(rules, prints[-1], analysis)
         return analysis.staleness()
+
+    def walk(self, messages: list[Message], given: Hashable) -> tuple[int, Any] | None:
+        length, walk = self.kept.along(("walk", given), self.prints(messages))
+        return None if walk is None else (length, walk)
+
+    def keep_walk(self, history: list[Message], given: Hashable, walk: Any) -> None:
+        self.kept.keep_along(("walk", given), self.prints(history)[-1], walk)
 
     def compaction(self, messages: list[Message], settings: Settings) -> list[Message] | None:
         compactions = self.kept.compactions
