@@ -14,8 +14,9 @@ Bounded: the oldest entries go once the fingerprints pass ``budget`` bytes. A hi
 ``ttl`` seconds (the cache's lifetime) reads nothing.
 
 A conversation's requests share their prefixes, so each fingerprint is kept by what it is taken
-of, the one before it and the message's JSON (``Links``, the newest ``links`` bytes of them):
-the second time a prefix is seen it costs a look-up, not a hash of its messages.
+of, the one before it and the message's JSON as sent (``Links``, the newest ``links`` bytes of
+them): the second time a prefix is seen it costs a look-up, not a hash of its messages (nor the
+markers' removal).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from ..conversation.formats import dumps
@@ -66,11 +68,16 @@ class Links:
         self._size = 0
         self._lock = threading.Lock()
 
-    def after(self, digest: bytes, text: bytes) -> bytes:
+    def after(
+        self, digest: bytes, text: bytes, taken_of: Callable[[], bytes] | None = None
+    ) -> bytes:
+        """The fingerprint after ``digest`` for a message whose JSON is ``text``; taken of
+        ``taken_of()`` if given (asked only the first time), else of ``text``."""
         key = (digest, text)
         found = self._next.get(key)
         if found is None:
-            found = hashlib.blake2b(digest + text, digest_size=DIGEST).digest()
+            taken = text if taken_of is None else taken_of()
+            found = hashlib.blake2b(digest + taken, digest_size=DIGEST).digest()
             with self._lock:
                 if key not in self._next:
                     self._size += len(text)
@@ -151,17 +158,18 @@ def chain(
     for message in messages:
         text = texts.get(id(message))
         if text is None:
-            text = texts[id(message)] = _message_text(message, json_of)
-        digest = links.after(digest, text)
+            text = texts[id(message)] = json_of(message)
+        digest = links.after(digest, text, partial(_fingerprinted, message, text))
         parts.append(digest)
     return b"".join(parts)
 
 
-def _message_text(message: Any, json_of: Callable[[Any], bytes]) -> bytes:
+def _fingerprinted(message: Any, text: bytes) -> bytes:
+    """The JSON a message's fingerprint is taken of, from its own JSON ``text``."""
     as_blocks = _as_blocks(message)
     if as_blocks is not message:  # written anew: not what the caller has
         return _text(as_blocks)
-    return _text(message, json_of(message))
+    return _text(message, text)
 
 
 def _as_blocks(message: Any) -> Any:
