@@ -13,9 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import conversations, text_blocks, texts
 
+from compactor_core.compaction.cache_plan import Timing, plan
 from compactor_core.compaction.estimate import HEURISTIC, estimate
 from compactor_core.compaction.staleness import Analysis, analyse
 from compactor_core.compaction.status import Status
+from compactor_core.conversation.tools import tool_names
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.serve.compaction import Compactor
 from compactor_core.serve.ledger import Links, chain
@@ -126,3 +128,60 @@ def test_the_stale_results_of_a_growing_conversation_are_found_as_by_one_reading
     for messages in [*histories, histories[-1], histories[0]]:  # sent again, and the first
         assert kept.for_request().staleness(messages, settings) == analyse(messages)
     assert analyse(histories[-1]).superseded  # there were some to find
+
+
+@given(conversations(max_turns=14), st.data())
+def test_a_walk_taken_up_where_an_earlier_request_left_it_plans_as_one_walked_from_the_start(
+    messages: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    """The requests of a conversation, some of them sent again, and an edit at some message
+    (a kept walk of a prefix that is no longer one is not taken up)."""
+    settings = Settings(
+        threshold=data.draw(st.integers(20, 400)),
+        min_gain=data.draw(st.integers(0, 60)),
+        keep_recent=data.draw(st.integers(0, 3)),
+    )
+    past_cuts = data.draw(st.booleans())
+    gap = data.draw(st.sampled_from([0.0, 200.0, 400.0]))  # 400: the cache goes cold
+    edited = [*messages]
+    if messages:
+        where = data.draw(st.integers(0, len(messages) - 1))
+        edited[where] = {**messages[where], "content": "edited"}
+    lengths = data.draw(st.lists(st.integers(1, max(len(messages), 1)), max_size=5))
+    kept = KeptResults(None)
+    for history in [messages[:length] for length in sorted(lengths)] + [edited, messages]:
+        timing = Timing([index * gap for index in range(len(history))])
+        taken_up = plan(
+            history, settings, timing, 7, past_cuts, payback=True, memo=kept.for_request()
+        )
+        assert taken_up == plan(history, settings, timing, 7, past_cuts, payback=True)
+
+
+def test_a_call_id_named_again_with_another_tool_is_told() -> None:
+    def calls(*named: tuple[str, str]) -> list[dict[str, Any]]:
+        uses = [{"type": "tool_use", "id": call, "name": name, "input": {}} for call, name in named]
+        return [{"role": "assistant", "content": uses}]
+
+    assert not tool_names(calls(("a", "Bash"), ("b", "Read"))).renamed
+    assert not tool_names(calls(("a", "Bash"), ("a", "Bash"))).renamed  # a history holding it twice
+    renamed = tool_names(calls(("a", "Bash"), ("a", "Read")))
+    assert renamed.renamed and renamed["a"] == "Read"  # the last one wins, as before
+
+
+def test_a_walk_taken_up_takes_each_stale_result_once() -> None:
+    """The same command run again and again: each result goes stale among the newest turns and
+    waits for the next batch; a walk taken up must not take one that went stale before again."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "list it"}]
+    for number in range(20):
+        call = f"toolu_{number:02d}"
+        use = {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": "ls"}}
+        result = {"type": "tool_result", "tool_use_id": call, "content": "file\n" * 2000}
+        messages += [{"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}]
+    settings = Settings(threshold=1_000_000, min_gain=3000, keep_recent=4)
+    kept = KeptResults(None)
+    plans = []
+    for length in range(2, len(messages) + 1):
+        history = messages[:length]
+        plans.append(plan(history, settings, payback=True, memo=kept.for_request()))
+        assert plans[-1] == plan(history, settings, payback=True)
+    assert any(taken.single for taken in plans)  # stale results rode with a batch
