@@ -5,6 +5,7 @@ with them as without them."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from compactor_core.compaction.estimate import HEURISTIC, estimate
 from compactor_core.compaction.staleness import Analysis, analyse
 from compactor_core.compaction.status import Status
 from compactor_core.conversation.tools import tool_names
+from compactor_core.providers.base import SummaryRequest
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.serve.compaction import Compactor
 from compactor_core.serve.ledger import Links, chain
@@ -168,15 +170,25 @@ def test_a_call_id_named_again_with_another_tool_is_told() -> None:
     assert renamed.renamed and renamed["a"] == "Read"  # the last one wins, as before
 
 
+def listings(
+    count: int, first: int = 0, tool: str = "Bash", same: bool = True, lines: int = 2000
+) -> list[dict[str, Any]]:
+    """``count`` turns that list the same folder again (or another each time), each result
+    long."""
+    messages: list[dict[str, Any]] = []
+    for number in range(first, first + count):
+        call = f"toolu_{number:02d}"
+        command = "ls" if same else f"ls folder{number}"
+        use = {"type": "tool_use", "id": call, "name": tool, "input": {"command": command}}
+        result = {"type": "tool_result", "tool_use_id": call, "content": "file\n" * lines}
+        messages += [{"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}]
+    return messages
+
+
 def test_a_walk_taken_up_takes_each_stale_result_once() -> None:
     """The same command run again and again: each result goes stale among the newest turns and
     waits for the next batch; a walk taken up must not take one that went stale before again."""
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "list it"}]
-    for number in range(20):
-        call = f"toolu_{number:02d}"
-        use = {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": "ls"}}
-        result = {"type": "tool_result", "tool_use_id": call, "content": "file\n" * 2000}
-        messages += [{"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}]
+    messages = [{"role": "user", "content": "list it"}, *listings(20)]
     settings = Settings(threshold=1_000_000, min_gain=3000, keep_recent=4)
     kept = KeptResults(None)
     plans = []
@@ -185,3 +197,32 @@ def test_a_walk_taken_up_takes_each_stale_result_once() -> None:
         plans.append(plan(history, settings, payback=True, memo=kept.for_request()))
         assert plans[-1] == plan(history, settings, payback=True)
     assert any(taken.single for taken in plans)  # stale results rode with a batch
+
+
+class MarkerQuoting:
+    """A deterministic summarizer whose summary names the tools of the markers it was given,
+    and those the summary before it named."""
+
+    name = "quoting"
+    deterministic = True
+
+    def summarize(self, request: SummaryRequest) -> str:
+        named = re.findall(r"\[truncated: (\w+) result", request.user)
+        named += re.findall(r"Tools: ([\w ]*)", request.user)
+        return "Tools: " + " ".join(sorted(set(" ".join(named).split())))
+
+
+def test_a_call_id_named_again_later_makes_the_head_anew() -> None:
+    """A later message that gives an earlier call id another tool changes the markers of the
+    history a cut summarized: the proxy's kept head is not given for it."""
+    settings = Settings(threshold=2000, min_gain=0)
+    history = [{"role": "user", "content": "list them"}, *listings(30, same=False, lines=400)]
+    renamed = [*history, *listings(1, tool="Read", same=False, lines=400)]
+    proxy = Compactor(settings, KeptSummarizer(MarkerQuoting(), SummaryStore(None), "quoting"))
+    for messages in [history, renamed]:
+        data = body([*messages, {"role": "user", "content": "go on"}])
+        forwarded = proxy.compact(WIRES[MESSAGES], data)
+        fresh = Compactor(settings, MarkerQuoting()).compact(WIRES[MESSAGES], data)
+        assert forwarded.report.summary == Status.COMPACTED
+        assert forwarded.body == fresh.body
+    assert b"Read" in forwarded.body  # the summary shows the marker of the renamed call

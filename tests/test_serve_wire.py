@@ -17,6 +17,8 @@ from hypothesis import given
 from strategies import envelopes, tool_pairs
 
 from compactor_core.compaction.status import Status
+from compactor_core.conversation.formats import MAX_DEPTH, load_body
+from compactor_core.errors import InputError
 from compactor_core.serve.compaction import AS_IS, COMPACTED, UNCHANGED, Compactor, Forwarded
 from compactor_core.serve.wire import CHAT, MESSAGES, RESPONSES, WIRES, wire_for
 from compactor_core.settings import Settings
@@ -226,3 +228,32 @@ def test_responses_input_as_a_string_goes_out_as_it_came() -> None:
 )
 def test_which_requests_are_compacted(method: str, path: str, route: str | None) -> None:
     assert wire_for(method, path) is (WIRES[route] if route else None)
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("outside", [0, MAX_DEPTH + 5])  # a key besides the history, nested so
+@pytest.mark.parametrize("inside", [MAX_DEPTH - 4, MAX_DEPTH - 3, MAX_DEPTH - 2, MAX_DEPTH + 3])
+def test_a_body_walked_once_reads_its_history_as_one_walked_again(
+    inside: int, outside: int
+) -> None:
+    """``load_body``'s walk spares the history's own only where that one would find it fine."""
+    message = {"role": "user", "content": [{"type": "text", "text": "hi", "x": _nested(inside)}]}
+    data = json.dumps({"metadata": _nested(outside), "messages": [message]}).encode()
+    body, walked = load_body(data, "request")
+
+    def read(walked: bool) -> Any:
+        try:
+            return WIRES[MESSAGES].conversation(body, "request", walked)
+        except InputError as error:
+            return str(error)
+
+    assert read(walked) == read(False)
+    refused = isinstance(read(False), str)
+    assert walked == (not refused and outside == 0)  # spared where nothing was too deep
+    assert refused == (inside > MAX_DEPTH - 3)  # below the message: its content and a block
