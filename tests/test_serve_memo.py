@@ -43,6 +43,16 @@ def test_a_requests_estimate_is_the_sum_of_its_messages_counts(
     assert again.tokens(messages, system, HEURISTIC) == estimate(messages, system)
 
 
+@given(conversations(), st.data())
+def test_a_growing_conversations_estimate_is_taken_up_from_its_prefix(
+    messages: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    kept = KeptResults(None)
+    lengths = data.draw(st.lists(st.integers(0, len(messages)), max_size=4))
+    for history in [messages[:length] for length in lengths] + [messages]:
+        assert kept.for_request().tokens(history, None, HEURISTIC) == estimate(history)
+
+
 @given(conversations())
 def test_the_ledgers_links_give_the_fingerprints_taken_anew(messages: list[dict[str, Any]]) -> None:
     links = Links()

@@ -92,10 +92,14 @@ class KeptCounts(Memo):
     conversation is the sum of its messages' counts and its ``system``'s, as they add up."""
 
     def tokens(self, messages: list[Message], system: Any, counter: Counter) -> int:
-        units = sum(self.units(message, counter) for message in messages)
+        units = self.total_units(messages, counter)
         if system is not None:  # counted as a message's content is
             units += message_units({"content": system}, counter)
         return units_to_tokens(units, counter)
+
+    def total_units(self, messages: list[Message], counter: Counter) -> int:
+        """The sum of the messages' counts."""
+        return sum(self.units(message, counter) for message in messages)
 
 
 NO_MEMO = Memo()

@@ -5,8 +5,10 @@ its end, so nearly every message was seen before.
 Kept by content, never by conversation: a message's count under the JSON of the message (the
 newest ``budget`` bytes of them); the print of a list of messages, a hash of their JSON one after
 the other, built from the prints of its prefixes (``ledger.Links``); under a history's print, the
-analysis of its stale results, taken up from there when the history goes on; under the print of
-what it was given, a full compaction (``summaries.KeptCompactions``, a deterministic summarizer's
+analysis of its stale results and the sum of its counts, taken up from there when the history
+goes on, and the policy's walk of its requests up to the one before its last (``Memo.walk``);
+under the print of what it was given, a full compaction, and under a history's print and a
+plan's cuts, the head they left (``summaries.KeptCompactions``, a deterministic summarizer's
 only). The same input gives the same result, so a request gets the same bytes with or without
 them.
 """
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
     from .summaries import KeptCompactions
 
 BUDGET = 16 << 20  # bytes of messages whose counts (and prefixes' prints) are kept
-ALONG = 128  # analyses of stale results and walks of the policy kept
+ALONG = 256  # analyses of stale results, sums of counts and walks of the policy kept
 START = bytes(DIGEST)  # the print of no message
 
 
@@ -46,7 +48,7 @@ class KeptResults:
         self._lock = threading.Lock()
         self.prints = Links(budget)  # of each prefix of a history, by the JSON of its messages
         # of prefixes of histories, each where a request's history ended (the analyses of their
-        # stale results) or before its last request (the policy's walks)
+        # stale results, the sums of their counts) or before its last request (the policy's walks)
         self._along: OrderedDict[tuple[Hashable, bytes], Any] = OrderedDict()
 
     def for_request(self) -> RequestResults:
@@ -125,6 +127,17 @@ class RequestResults(KeptCounts):
             units = self.kept.units_of(message, self.text(message), counter)
             counted = self._counted[key] = (message, units)
         return counted[1]
+
+    def total_units(self, messages: list[Message], counter: Counter) -> int:
+        """Taken up from the longest prefix of ``messages`` counted before: the counts of a
+        conversation's messages add up."""
+        prints = self.prints(messages)
+        what = ("units", counter.name)
+        counted, total = self.kept.along(what, prints)
+        total = (total or 0) + sum(self.units(message, counter) for message in messages[counted:])
+        if counted < len(messages):
+            self.kept.keep_along(what, prints[-1], total)
+        return total
 
     def marked_units(
         self,
