@@ -16,6 +16,7 @@ from strategies import conversations, text_blocks, texts
 
 from compactor_core.compaction.cache_plan import Timing, plan
 from compactor_core.compaction.estimate import HEURISTIC, estimate
+from compactor_core.compaction.micro import Layout
 from compactor_core.compaction.staleness import Analysis, analyse
 from compactor_core.compaction.status import Status
 from compactor_core.conversation.tools import tool_names
@@ -140,6 +141,15 @@ def test_the_stale_results_of_a_growing_conversation_are_found_as_by_one_reading
     for messages in [*histories, histories[-1], histories[0]]:  # sent again, and the first
         assert kept.for_request().staleness(messages, settings) == analyse(messages)
     assert analyse(histories[-1]).superseded  # there were some to find
+
+
+@given(conversations(max_turns=12), st.data())
+def test_a_layout_read_on_from_a_prefix_is_the_layout_of_the_whole(
+    messages: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    split = data.draw(st.integers(0, len(messages)))
+    whole, read_on = Layout.of(messages), Layout.of(messages[:split]).then(messages)
+    assert read_on == whole and read_on.names.renamed == whole.names.renamed
 
 
 @given(conversations(max_turns=14), st.data())

@@ -118,7 +118,7 @@ def compact_stably(
     ``memo``: what was computed before of the same messages (a proxy's), not computed again.
     """
     heads = {} if heads is None else heads
-    layout = Layout.of(messages)  # for the plans and every marking of the messages
+    layout = memo.layout(messages)  # for the plans and every marking of the messages
     unmade: frozenset[int] = frozenset()
     while True:
         the_plan = plan_request(messages, settings, provider, timing, system, unmade, memo, layout)

@@ -33,6 +33,10 @@ class Memo:
         (``estimate.estimate``, default profile)."""
         return estimate(messages, system, counter=counter)
 
+    def layout(self, messages: list[Message]) -> Layout:
+        """Where the messages' tool results are, and the tools they answer (``Layout.of``)."""
+        return Layout.of(messages)
+
     def marked_units(
         self,
         messages: list[Message],

@@ -143,10 +143,26 @@ class Layout:
 
     turns: list[list[int]]
     names: ToolNames
+    length: int = 0  # of the messages it is the layout of
 
     @classmethod
     def of(cls, messages: list[Message]) -> Layout:
-        return cls(tool_result_turns(messages), tool_names(messages))
+        return cls(tool_result_turns(messages), tool_names(messages), len(messages))
+
+    def then(self, messages: list[Message]) -> Layout:
+        """The layout of ``messages``, whose first ``length`` this one is of: what comes after
+        them is read on (a proxy's conversation goes on)."""
+        start = self.length
+        turns = list(self.turns)  # the turns themselves are shared: a layout is never changed
+        rest = [[start + index for index in turn] for turn in tool_result_turns(messages[start:])]
+        if rest and turns and _runs_on(messages, start):
+            turns[-1] = turns[-1] + rest.pop(0)
+        return Layout(turns + rest, tool_names(messages[start:], self.names), len(messages))
+
+
+def _runs_on(messages: list[Message], start: int) -> bool:
+    """Whether a run of ``role: "tool"`` messages (one turn) goes on across ``start``."""
+    return messages[start - 1].get("role") == "tool" and messages[start].get("role") == "tool"
 
 
 def mark_turns(

@@ -78,9 +78,11 @@ class ToolNames(dict[str, str]):
         self[call_id] = name
 
 
-def tool_names(messages: list[Message]) -> ToolNames:
-    """Map each tool call id to its tool's name; a repeated id: the last one wins."""
-    names = ToolNames()
+def tool_names(messages: list[Message], before: ToolNames | None = None) -> ToolNames:
+    """Map each tool call id to its tool's name; a repeated id: the last one wins. ``before``:
+    the names of the messages before these, gone on from (in a new map)."""
+    names = ToolNames(before or {})
+    names.renamed = before is not None and before.renamed
     for message in messages:  # tool_calls' walk, without a generator for each message
         for block in blocks(message):
             if isinstance(block, dict) and block.get("type") == "tool_use":

@@ -128,6 +128,16 @@ class RequestResults(KeptCounts):
             counted = self._counted[key] = (message, units)
         return counted[1]
 
+    def layout(self, messages: list[Message]) -> Layout:
+        """Read on from the layout of the longest prefix of ``messages`` found before."""
+        prints = self.prints(messages)
+        read, kept = self.kept.along("layout", prints)
+        if kept is not None and read == len(messages):
+            return kept
+        layout = Layout.of(messages) if kept is None else kept.then(messages)
+        self.kept.keep_along("layout", prints[-1], layout)
+        return layout
+
     def total_units(self, messages: list[Message], counter: Counter) -> int:
         """Taken up from the longest prefix of ``messages`` counted before: the counts of a
         conversation's messages add up."""
