@@ -202,7 +202,9 @@ def _problem(before: list[Message], after: list[Message]) -> str | None:
         return None
     if not after or after[-1] != before[-1]:
         return "the policy would change the last turn"
-    broken = _unpaired(after) - _unpaired(before)
+    broken = _unpaired(after)
+    if broken:  # (nearly never: the history as sent is looked at only then)
+        broken -= _unpaired(before)
     if broken:
         kind, call_id = min(broken)
         return f"the policy would leave tool {kind} {call_id} without its other half"

@@ -112,6 +112,7 @@ class RequestResults(KeptCounts):
         self._counted: dict[tuple[int, str], tuple[Message, int]] = {}
         self._printed: list[Message] = []  # the messages of the longest list printed
         self._prints: list[bytes] = [START]  # its prints
+        self._printed_list: list[Message] | None = None  # that list itself
 
     def text(self, message: Message) -> bytes:
         """The message's JSON (``dumps``)."""
@@ -235,8 +236,10 @@ class RequestResults(KeptCounts):
         its messages, one after the other. The staleness and a cut's compaction both ask, the
         cut of a prefix of the request's messages: what was printed of the same messages (by
         identity) is not printed again."""
-        same = 0
         printed = self._printed
+        if messages is self._printed_list and len(messages) == len(printed):
+            return self._prints  # the same list again (never changed while a request lasts)
+        same = 0
         while same < min(len(messages), len(printed)) and printed[same] is messages[same]:
             same += 1
         prints = self._prints[: same + 1]
@@ -244,4 +247,5 @@ class RequestResults(KeptCounts):
             prints.append(self.kept.prints.after(prints[-1], self.text(message)))
         if len(messages) >= len(printed):
             self._printed, self._prints = list(messages), prints
+            self._printed_list = messages
         return prints
