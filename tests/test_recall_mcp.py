@@ -105,7 +105,7 @@ def test_ping_and_the_tool_list() -> None:
         {
             "name": "count",
             "description": "a count",
-            "inputSchema": {"type": "object", "properties": {}, "required": []},
+            "inputSchema": {"type": "object", "properties": {}},
             "outputSchema": {"type": "object"},
         },
     ]

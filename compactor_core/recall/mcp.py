@@ -68,7 +68,9 @@ class Tool:
         properties = {
             name: {"type": "string", "description": about} for name, about in self.arguments.items()
         }
-        schema = {"type": "object", "properties": properties, "required": list(self.arguments)}
+        schema: dict[str, Any] = {"type": "object", "properties": properties}
+        if self.arguments:  # no arguments: no "required" at all, as the SDK listed such a tool
+            schema["required"] = list(self.arguments)
         listed: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
