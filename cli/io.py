@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from io import UnsupportedOperation
 from typing import TYPE_CHECKING
 
@@ -62,6 +62,12 @@ def read_stdin() -> bytes:
         if sys.stdin is None:
             raise InputUnreadable("<stdin>: standard input is closed")
         return sys.stdin.buffer.read()
+
+
+def stdin_lines() -> Iterator[bytes]:
+    """Standard input line by line, each as soon as it has come (a protocol, not a file)."""
+    if sys.stdin is not None:
+        yield from sys.stdin.buffer
 
 
 def write_stdout(data: bytes) -> None:

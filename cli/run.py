@@ -29,10 +29,10 @@ from compactor_core.settings import RunSettings
 
 from . import io, report
 from .exit_codes import ExitStatus, combined, for_each_input, status_for, warn
+from .resolve import originals_store
 
 if TYPE_CHECKING:
     from compactor_core.providers.catalog import ProviderSettings
-    from compactor_core.recall.store import OriginalsStore
 
 
 @dataclass(frozen=True)
@@ -104,15 +104,6 @@ def run_settings(
         force=options["force"],
         now=datetime.now(UTC),
     )
-
-
-def originals_store() -> OriginalsStore:
-    """The store of the originals recall gives back: ``originals`` in the user's state folder."""
-    from compactor_core.recall.store import OriginalsStore
-    from compactor_core.snapshots.locations import user_store
-
-    state = user_store(os.environ.get("XDG_STATE_HOME"), os.environ.get("HOME"))
-    return OriginalsStore(state / "originals")
 
 
 def compact_inputs(
