@@ -9,8 +9,8 @@ from io import UnsupportedOperation
 
 import click
 
-from compactor_core.disk.atomic import write_chunks
 from compactor_core.disk.database_names import is_database_file
+from compactor_core.disk.streams import write_chunks
 from compactor_core.ends.sources import Given, RemoteObject, Source, local_file
 from compactor_core.ends.urls import is_url
 from compactor_core.errors import CtxpackError, InputUnreadable, IsADirectory, OutputError, reading
