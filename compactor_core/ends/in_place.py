@@ -43,8 +43,8 @@ class Document(Protocol):
     def after_replace(self, path: Path) -> str | None: ...
 
 
-class LocalFile(Protocol):
-    """A local file as it was opened (``origins.OpenedFile``)."""
+class ReplacedFile(Protocol):
+    """A local file to be replaced, as it was opened (``origins.OpenedFile``)."""
 
     label: str
     path: str
@@ -52,14 +52,14 @@ class LocalFile(Protocol):
     descriptor: int
 
 
-class AnObject(Protocol):
-    """An object as it was read (``origins.ReadObject``)."""
+class RewrittenObject(Protocol):
+    """An object to be rewritten, as it was read (``origins.ReadObject``)."""
 
     url: str
     version: str
 
 
-def check_file(file: LocalFile, document: Document, run: RunSettings) -> None:
+def check_file(file: ReplacedFile, document: Document, run: RunSettings) -> None:
     """Refuse a read-only file, and a session file its agent is using (SPEC §8.4)."""
     check_writable(file.status, file.label)
     if run.dry_run:
@@ -74,7 +74,7 @@ def check_file(file: LocalFile, document: Document, run: RunSettings) -> None:
 
 
 def replace_file(
-    file: LocalFile,
+    file: ReplacedFile,
     document: Document,
     subject: Subject,
     outcome: Outcome,
@@ -98,7 +98,7 @@ def replace_file(
 
 
 def rewrite_object(
-    read: AnObject,
+    read: RewrittenObject,
     document: Document,
     subject: Subject,
     outcome: Outcome,
