@@ -315,8 +315,6 @@ def _check(config: dict[str, Any], path: str) -> None:
 
 def originals_store() -> OriginalsStore:
     """The store of the originals recall gives back: ``originals`` in the user's state folder."""
-    from compactor_core.recall.store import OriginalsStore
-    from compactor_core.snapshots.locations import user_store
+    from compactor_core.recall.store import user_originals
 
-    state = user_store(os.environ.get("XDG_STATE_HOME"), os.environ.get("HOME"))
-    return OriginalsStore(state / "originals")
+    return user_originals(os.environ.get("XDG_STATE_HOME"), os.environ.get("HOME"))
