@@ -9,18 +9,14 @@ agents give their MCP servers to start.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import click
 
+from compactor_core.ends.sources import Source, local_file
 from compactor_core.recall.mcp import Server
 from compactor_core.recall.tools import INSTRUCTIONS, ctxpack_tools
 
 from . import io, options
 from .resolve import originals_store
-
-if TYPE_CHECKING:
-    from compactor_core.ends.sources import Source
 
 
 @click.command(
@@ -54,7 +50,5 @@ def _source_of(path: str) -> Source:
     """Where estimate's file is. Standard input carries the protocol here, so ``-`` is only
     the name of a file."""
     if path == io.STDIN:
-        from compactor_core.ends.sources import local_file
-
         return local_file(path)
     return io.source_of(path)
