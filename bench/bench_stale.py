@@ -20,9 +20,6 @@ And on the session files themselves (``stale.session_files``: ``micro`` on each 
 ``micro --in-place`` writes it, its view read back): the results replaced as superseded and the
 view's tokens left, stale first against age alone at the defaults.
 
-And ``stale.mcp_start``: ``ctxpack mcp`` started and stopped (an empty input), against the
-issue's 300 ms.
-
     python bench/run.py stale
 """
 
@@ -33,7 +30,7 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness import CTXPACK, ROOT, Report
+from harness import ROOT, Report
 
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -51,7 +48,6 @@ from compactor_core.settings import RunSettings, Settings
 
 SENT_TARGET = 0.90
 BILL_TARGET = 1.00
-MCP_START = 0.300  # seconds ctxpack mcp may take to start
 STALE_SHARE = 0.45  # about this share of a real Claude Code session's tool-result tokens
 CODING = ("cc_", "oai_openhands", "claude")  # the sessions of coding agents
 
@@ -73,16 +69,6 @@ class Row:
 def run(report: Report) -> None:
     report.case("stale.replay", lambda: _replays(report))
     report.case("stale.session_files", lambda: _session_files(report))
-    report.case("stale.mcp_start", lambda: _mcp_start(report))
-
-
-def _mcp_start(report: Report) -> None:
-    """``ctxpack mcp`` from its start to its end on an empty input: the SDK imported, the server
-    made, stdio read; beside ``ctxpack --version`` (the command line's own start)."""
-    ours, base = report.time_pair([CTXPACK, "mcp"], [CTXPACK, "--version"])
-    report.ratio(
-        "stale.mcp_start", ours, MCP_START, 1.0, note=f"ctxpack --version: {base * 1000:.0f} ms"
-    )
 
 
 def _replays(report: Report) -> None:

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from compactor_core.conversation.formats import dumps
-from compactor_core.ends.documents import SessionDocument, open_document
+from compactor_core.ends.documents import open_document
+from compactor_core.ends.session_documents import SessionDocument
 from compactor_core.errors import InputError
 from compactor_core.session_files.check import check_report
 from compactor_core.session_files.listing import list_sessions

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from io import UnsupportedOperation
-from typing import TYPE_CHECKING
 
 import click
 
-from compactor_core.disk.atomic import write_chunks
+from compactor_core.disk.database_names import is_database_file
+from compactor_core.disk.streams import write_chunks
+from compactor_core.ends.sources import Given, RemoteObject, Source, local_file
+from compactor_core.ends.urls import is_url
 from compactor_core.errors import CtxpackError, InputUnreadable, IsADirectory, OutputError, reading
-
-if TYPE_CHECKING:
-    from compactor_core.ends.sources import Source
 
 STDIN = "-"
 
@@ -35,20 +34,15 @@ def input_names(files: tuple[str, ...]) -> tuple[str, ...]:
 
 def each_session(names: tuple[str, ...]) -> tuple[str, ...]:
     """The names, a database of sessions standing for each of them (``FILE#SESSION``)."""
-    from compactor_core.disk.database_names import is_database_file
-
     if not any(is_database_file(name) for name in names if name != STDIN):
         return names
-    from compactor_core.session_files.registry import each_session as sessions_of
+    from compactor_core.session_files.registry import each_session as sessions_of  # agents: 10 ms
 
     return tuple(sessions_of(names))
 
 
 def source_of(name: str) -> Source:
     """Where the input ``name`` is: standard input (read now), a URL, or a local file."""
-    from compactor_core.ends.sources import Given, RemoteObject, local_file
-    from compactor_core.ends.urls import is_url
-
     if name == STDIN:
         return Given(read_stdin(), "<stdin>")
     if is_url(name):
@@ -62,6 +56,12 @@ def read_stdin() -> bytes:
         if sys.stdin is None:
             raise InputUnreadable("<stdin>: standard input is closed")
         return sys.stdin.buffer.read()
+
+
+def stdin_lines() -> Iterator[bytes]:
+    """Standard input line by line, each as soon as it has come (a protocol, not a file)."""
+    if sys.stdin is not None:
+        yield from sys.stdin.buffer
 
 
 def write_stdout(data: bytes) -> None:

@@ -12,12 +12,10 @@ import click
 
 from compactor_core.errors import CtxpackError
 
-from . import config, io, options, resolve
+from . import config, io, options
 from .exit_codes import (
     TABLE,
     ExitStatus,
-    combined,
-    for_each_input,
     internal_error,
     status_for,
     warn,
@@ -27,7 +25,6 @@ from .resolve import environment_help
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
-    from compactor_core.compaction.estimate import Counter
     from compactor_core.settings import Command
 
 # Only what every command needs is imported here: a filter run on every agent turn should start
@@ -194,6 +191,10 @@ Shell completion (add the line to your shell's start-up file):
             "CTXPACK_<COMMAND>_<OPTION> > CTXPACK_<OPTION> > ./.ctxpack.toml (or a folder above) > "
             "the user's config file > default.",
         ),
+        "estimate": (
+            "cli.estimate:estimate",
+            "Print the token count of a conversation: a fast heuristic, or exact with --tokenizer.",
+        ),
         "mcp": (
             "cli.mcp:mcp",
             "An MCP server (stdio) with a recall tool: the original of a marker's handle.",
@@ -252,112 +253,6 @@ def cli() -> None:
 
 def main() -> None:
     cli(prog_name="ctxpack")
-
-
-# --- estimate ------------------------------------------------------------------------------------
-
-
-@cli.command(
-    epilog=options.epilog(
-        "ctxpack estimate session.json                  # -> 48213",
-        "ctxpack estimate --json session.json           # per role, per tool",
-        "ctxpack estimate a.json b.jsonl                # N<TAB>file per line",
-        "if ctxpack estimate -q --over 50000 session.json; then ctxpack auto -i session.json; fi",
-    )
-)
-@options.files_argument
-@options.compat_option
-@options.format_option
-@click.option(
-    "--threshold",
-    "--over",
-    "threshold",
-    type=int,
-    metavar="N",
-    help="Exit 0 if the estimate is greater than N, else 1 (like grep).",
-)
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing; use with --threshold.")
-@click.option("--json", "as_json", is_flag=True, help="Print a breakdown per role and per tool.")
-@options.recursive_option
-@options.glob_option
-@click.option(
-    "--summary",
-    is_flag=True,
-    help="Corpus statistics instead: files, total, mean, p50/p90/p99, max, the 10 largest.",
-)
-@options.jobs_option
-@options.engine_options
-@options.tokenizer_option
-def estimate(
-    files: tuple[str, ...],
-    compat: str,
-    format_name: str,
-    threshold: int | None,
-    quiet: bool,
-    as_json: bool,
-    tokenizer: str | None,
-    **listing: Any,
-) -> None:
-    """Print the token count of a conversation: a fast heuristic, or exact with --tokenizer.
-
-    For an agent's session file: the conversation the agent would send on resume.
-    """
-    from compactor_core.conversation.formats import dumps
-
-    counter = resolve.counter(tokenizer)
-    bareagent = compat == "bareagent"
-    io.one_pass()
-    io.set_directory_hint("add -r/--recursive")
-    if listing["summary"]:
-        from .corpus import summarize
-
-        return summarize(io.input_names(files), format_name, bareagent, as_json, **listing)
-    names = io.input_names(files)
-    if listing["recursive"]:
-        from .corpus import expand
-
-        names = expand(names, listing["globs"])
-    over: list[bool] = []
-
-    def estimate_one(name: str) -> None:
-        tokens, report = _estimate_file(name, format_name, bareagent, counter, as_json)
-        if as_json:
-            if len(names) > 1:
-                report = {"file": name, **report}
-            line = dumps(report).decode()
-        else:
-            line = str(tokens) if len(names) == 1 else f"{tokens}\t{name}"
-        over.append(threshold is not None and tokens > threshold)
-        if not quiet:
-            io.write_stdout(line.encode() + b"\n")
-
-    failures = for_each_input(names, estimate_one)
-    if failures:  # a file that could not be counted decides, as in a batch
-        sys.exit(combined(failures))
-    if threshold is not None and not any(over):
-        sys.exit(ExitStatus.NOT_OVER)
-
-
-def _estimate_file(
-    name: str, format_name: str, bareagent: bool, counter: Counter, as_json: bool
-) -> tuple[int, dict[str, Any]]:
-    """One input's tokens, and its breakdown when ``--json`` asks for it."""
-    from compactor_core.compaction.estimate import HEURISTIC
-    from compactor_core.ends.documents import open_document
-
-    with open_document(io.source_of(name), format_name) as document:
-        tokens = document.tokens(counter, bareagent)
-        if not as_json:
-            return tokens, {}
-        report = document.breakdown(counter, bareagent)
-        if counter is not HEURISTIC:
-            report["heuristic"] = _beside(document.tokens(HEURISTIC, bareagent), tokens)
-        return tokens, report
-
-
-def _beside(heuristic: int, exact: int) -> dict[str, Any]:
-    """The heuristic's count next to the exact one, and their ratio (above 1: it counts more)."""
-    return {"tokens": heuristic, "ratio": round(heuristic / exact, 3) if exact else None}
 
 
 # --- micro, full, auto ---------------------------------------------------------------------------
@@ -426,19 +321,6 @@ def auto(files: tuple[str, ...], **settings: Any) -> None:
 
 
 def _compact(command: Command, files: tuple[str, ...], options: dict[str, Any]) -> None:
-    """micro, full or auto: every option resolved once, then the core does each input."""
-    from compactor_core.settings import RunSettings
+    from .run import compact  # the core's one path: not for --help, nor for another command
 
-    from .run import Output, compact_inputs, run_settings
-
-    resolver = resolve.resolver(options)
-    summarizing = command != "micro"
-    settings = resolve.settings(options, resolver, summarizing)
-    out = Output.from_options(options, resolver.get("session_id"))
-    keeps = summarizing or out.is_batch  # only a summary or a rewrite ever saves a snapshot
-    snapshot_dir = None
-    if keeps and not options["no_snapshot"]:
-        snapshot_dir = resolver.snapshot_dir(options["compat"] == "bareagent")
-    run = run_settings(RunSettings(command, settings), options, snapshot_dir)
-    provider = resolver.provider() if summarizing else None
-    compact_inputs(files, run, out, provider, options)
+    compact(command, files, options)

@@ -2,28 +2,21 @@
 model back what a marker replaced, by the handle the marker carries.
 
 It reads the store of originals that ``micro|full|auto --recall`` and ``serve`` keep (the user's
-state folder, ``originals``); ``estimate`` and ``stats`` come with it. The official ``mcp`` SDK
-is an optional extra (``pip install 'ctxpack[mcp]'``), imported only here.
+state folder, ``originals``); ``estimate`` and ``stats`` come with it. The protocol is the core's
+(``compactor_core.recall.mcp``): no SDK to import, so the tools are listed within the time
+agents give their MCP servers to start.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
-from compactor_core.ends.documents import open_document
-from compactor_core.errors import ConfigError
+from compactor_core.ends.sources import Source, local_file
+from compactor_core.recall.mcp import Server
+from compactor_core.recall.tools import INSTRUCTIONS, ctxpack_tools
 
 from . import io, options
-from .run import originals_store
-
-INSTRUCTIONS = (
-    "ctxpack replaces old tool results in this conversation with markers such as "
-    "[truncated: Bash result, 1204 chars; recall HANDLE] or [superseded: Read src/app.py, read "
-    "again 4 turns later; recall HANDLE], where HANDLE is 12 hex digits. When you need what such "
-    "a marker replaced, call recall with its handle rather than running the tool again."
-)
+from .resolve import originals_store
 
 
 @click.command(
@@ -38,38 +31,24 @@ def mcp() -> None:
     has this tool. Also offers estimate (a conversation's or session's tokens, and how much of
     them is stale) and stats (what the store holds).
     """
-    server = _server()
-    server.run("stdio")
+    tools = ctxpack_tools(originals_store(), _source_of)
+    server = Server("ctxpack", _release(), INSTRUCTIONS, tools)
+    server.serve(io.stdin_lines(), io.write_stdout)
 
 
-def _server() -> Any:
+def _release() -> str:
+    """ctxpack's version, for the client's log ("unknown" from a tree never installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
-        from mcp.server.mcpserver import MCPServer
-    except ImportError:
-        raise ConfigError("ctxpack mcp needs the mcp extra: pip install 'ctxpack[mcp]'") from None
-    store = originals_store()
-    server = MCPServer("ctxpack", instructions=INSTRUCTIONS)
-
-    @server.tool(structured_output=False)
-    def recall(handle: str) -> str:
-        """The original content a ctxpack marker replaced: give the handle (12 hex digits) the
-        marker shows after "recall"."""
-        return store.find(handle).answer
-
-    @server.tool()
-    def estimate(path: str) -> dict[str, Any]:
-        """Tokens of a conversation file or an agent's session file, by role and tool, and the
-        share of its tool-result tokens that later results made stale."""
-        return _estimate(path)
-
-    @server.tool()
-    def stats() -> dict[str, int]:
-        """How many originals the recall store holds, their bytes, and its limit."""
-        return store.stats()
-
-    return server
+        return version("ctxpack")
+    except PackageNotFoundError:
+        return "unknown"
 
 
-def _estimate(path: str) -> dict[str, Any]:
-    with open_document(io.source_of(path), "auto") as document:
-        return {"tokens": document.tokens(), **document.breakdown()}
+def _source_of(path: str) -> Source:
+    """Where estimate's file is. Standard input carries the protocol here, so ``-`` is only
+    the name of a file."""
+    if path == io.STDIN:
+        return local_file(path)
+    return io.source_of(path)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from compactor_core.compaction.estimate import Counter
     from compactor_core.conversation.tool_rules import Rules
     from compactor_core.providers.catalog import ProviderSettings
+    from compactor_core.recall.store import OriginalsStore
     from compactor_core.settings import Settings
 
 LANGS = ("auto", "zh", "en")
@@ -310,3 +311,10 @@ def _check(config: dict[str, Any], path: str) -> None:
             for inner in value:
                 if inner not in _PROVIDER_KEYS:
                     raise ConfigError(f"{path}: [{key}] unknown setting {inner!r}")
+
+
+def originals_store() -> OriginalsStore:
+    """The store of the originals recall gives back: ``originals`` in the user's state folder."""
+    from compactor_core.recall.store import user_originals
+
+    return user_originals(os.environ.get("XDG_STATE_HOME"), os.environ.get("HOME"))

@@ -25,14 +25,13 @@ from compactor_core.conversation.formats import dumps
 from compactor_core.ends.destinations import Destination, ToFile, ToObject, ToStream
 from compactor_core.ends.urls import is_url
 from compactor_core.process import Target, process
-from compactor_core.settings import RunSettings
+from compactor_core.settings import Command, RunSettings
 
-from . import io, report
+from . import io, report, resolve
 from .exit_codes import ExitStatus, combined, for_each_input, status_for, warn
 
 if TYPE_CHECKING:
     from compactor_core.providers.catalog import ProviderSettings
-    from compactor_core.recall.store import OriginalsStore
 
 
 @dataclass(frozen=True)
@@ -82,6 +81,21 @@ def _checked(session_id: str) -> str:
     return check_session_id(session_id)
 
 
+def compact(command: Command, files: tuple[str, ...], options: dict[str, Any]) -> None:
+    """micro, full or auto: every option resolved once, then the core does each input."""
+    resolver = resolve.resolver(options)
+    summarizing = command != "micro"
+    settings = resolve.settings(options, resolver, summarizing)
+    out = Output.from_options(options, resolver.get("session_id"))
+    keeps = summarizing or out.is_batch  # only a summary or a rewrite ever saves a snapshot
+    snapshot_dir = None
+    if keeps and not options["no_snapshot"]:
+        snapshot_dir = resolver.snapshot_dir(options["compat"] == "bareagent")
+    run = run_settings(RunSettings(command, settings), options, snapshot_dir)
+    provider = resolver.provider() if summarizing else None
+    compact_inputs(files, run, out, provider, options)
+
+
 def run_settings(
     told: RunSettings, options: dict[str, Any], snapshot_dir: str | None
 ) -> RunSettings:
@@ -94,7 +108,7 @@ def run_settings(
         snapshots = snapshot_store(snapshot_dir)
     return replace(
         told,
-        originals=originals_store() if told.settings.recall else None,
+        originals=resolve.originals_store() if told.settings.recall else None,
         pretty=options["pretty"],
         backup_suffix=options["backup"],
         snapshots=snapshots,
@@ -104,15 +118,6 @@ def run_settings(
         force=options["force"],
         now=datetime.now(UTC),
     )
-
-
-def originals_store() -> OriginalsStore:
-    """The store of the originals recall gives back: ``originals`` in the user's state folder."""
-    from compactor_core.recall.store import OriginalsStore
-    from compactor_core.snapshots.locations import user_store
-
-    state = user_store(os.environ.get("XDG_STATE_HOME"), os.environ.get("HOME"))
-    return OriginalsStore(state / "originals")
 
 
 def compact_inputs(
@@ -129,9 +134,7 @@ def compact_inputs(
     _check(names, out)
     io.set_directory_hint(_directory_hint(out))
     if out.is_batch:
-        from compactor_core.providers.catalog import ProviderSettings
-
-        _batch(names, run, out, provider or ProviderSettings(), engine_of(options))
+        _batch(names, run, out, provider, engine_of(options))
     else:
         _stream(names, run, out, provider)
 
@@ -213,15 +216,13 @@ def _batch(
     names: tuple[str, ...],
     run: RunSettings,
     out: Output,
-    provider: ProviderSettings,
+    provider: ProviderSettings | None,
     engine: Any,
 ) -> None:
-    from compactor_core.batch.start import start_batch
-    from compactor_core.batch.targets import DEFAULT_GLOBS
+    from compactor_core.batch.start import start_batch  # the engines: only for a batch
 
     run = replace(run, measure=out.stats or out.json_report or out.dry_run)
-    globs = out.globs or DEFAULT_GLOBS
-    listing = {"recursive": out.recursive, "globs": globs, "output_dir": out.output_dir}
+    listing = {"recursive": out.recursive, "globs": out.globs, "output_dir": out.output_dir}
     batch = start_batch(names, run, provider, engine, **listing)
     stop = threading.Event()  # --fail-fast: start nothing more, report what is in progress
     reports = report.with_progress(batch.reports(stop), batch.total)

@@ -32,7 +32,6 @@ from compactor_core.snapshots.locations import user_store
 
 from . import io, options, resolve
 from .exit_codes import in_flag_words
-from .run import originals_store
 from .service import install_service
 
 if TYPE_CHECKING:
@@ -179,7 +178,7 @@ def serve(
         body_timeout=client_timeout,
         hosts=None if allow_remote else local_hosts(listening.getsockname()[1], host),
     )
-    compactor = Compactor(settings, summarizer, originals=originals_store())
+    compactor = Compactor(settings, summarizer, originals=resolve.originals_store())
     app = Proxy(limits, compactor, _log, summarizer)
     io.write_stdout(f"{address}\n".encode())
     io.warn(f"serving {address} -> {upstream} (auto, threshold {settings.threshold})")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import importlib.util
 import os
 import shlex
 import shutil
@@ -51,8 +50,8 @@ T = TypeVar("T")
 @click.option(
     "--no-recall",
     is_flag=True,
-    help="Leave the agent's MCP servers alone (by default `ctxpack mcp` joins them, when the "
-    "mcp extra is installed: Claude Code's .claude.json, Codex's config.toml).",
+    help="Leave the agent's MCP servers alone (by default `ctxpack mcp` joins them: Claude "
+    "Code's .claude.json, Codex's config.toml).",
 )
 @click.option("--undo", is_flag=True, help="Put back the file as it was before the first setup.")
 @click.option("--dry-run", is_flag=True, help="Show the change; write nothing.")
@@ -70,9 +69,9 @@ def setup(
 
     Claude Code: env.ANTHROPIC_BASE_URL in its settings.json. Codex: a provider "ctxpack" at
     serve in its config.toml, WebSockets off (the built-in OpenAI one's stand-in, or a copy of
-    your own provider). With the mcp extra, `ctxpack mcp` (recall) joins the agent's MCP
-    servers too. Shows the change and asks first; the file as it was is kept beside it
-    (NAME.before-ctxpack), and --undo puts it back. Start serve yourself, or once for good with
+    your own provider). `ctxpack mcp` (recall) joins the agent's MCP servers too. Shows the
+    change and asks first; the file as it was is kept beside it (NAME.before-ctxpack), and
+    --undo puts it back. Start serve yourself, or once for good with
     `ctxpack serve --install`.
     """
     home = Path.home()
@@ -80,7 +79,7 @@ def setup(
         path = pointing.claude_settings_path(os.environ, home)
     else:
         path = pointing.codex_config_path(os.environ, home)
-    recall = not no_recall and _has_mcp()
+    recall = not no_recall
     state = pointing.claude_state_path(os.environ, home)
     if undo:
         io.warn(changes.undo(path))
@@ -111,10 +110,6 @@ def setup(
     io.warn(f"undo: ctxpack setup {agent} --undo")
     if not route.base_url.startswith(address):
         io.warn(f"serve must be running: ctxpack serve --upstream {route.upstream} (--install)")
-
-
-def _has_mcp() -> bool:
-    return importlib.util.find_spec("mcp") is not None
 
 
 def _ctxpack_command() -> str:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from compactor_core import process as process_module
-from compactor_core.disk import atomic
+from compactor_core.disk import atomic, streams
 from compactor_core.disk.atomic import TEMP_SUFFIX, atomic_write, atomic_write_chunks
 from compactor_core.ends.destinations import InPlace
 from compactor_core.ends.sources import LocalFile
@@ -137,7 +137,7 @@ def test_an_error_of_the_producer_passes_through_and_leaves_the_old_file(tmp_pat
     target.write_bytes(b"old")
 
     def chunks():
-        yield b"x" * (atomic.WRITE_BUFFER + 1)  # already written to the temporary file
+        yield b"x" * (streams.WRITE_BUFFER + 1)  # already written to the temporary file
         raise ValueError("the source went bad")
 
     with pytest.raises(ValueError, match="went bad"):

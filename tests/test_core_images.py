@@ -9,13 +9,8 @@ import pytest
 from agents.damage import SMALL_PNG, TOO_WIDE, png
 
 from compactor_core.compaction.estimate import breakdown, estimate
-from compactor_core.conversation.images import (
-    Image,
-    image_size,
-    images_in,
-    inspect,
-    replace_with_text,
-)
+from compactor_core.conversation.image_headers import image_size
+from compactor_core.conversation.images import Image, images_in, inspect, replace_with_text
 
 
 def b64(data: bytes) -> str:

@@ -88,7 +88,6 @@ NOT_RUN: dict[str, str] = {
     "pipx install '.[serve]'": INSTALLS,
     "pipx install .": INSTALLS,
     "pip install .": INSTALLS,
-    "pipx install '.[serve,mcp]'": INSTALLS,
     "make install": INSTALLS,
     'export PATH="$PWD/.venv/bin:$PATH"': "changes the user's shell, not ctxpack",
     "ctxpack run claude": AGENT,

@@ -8,10 +8,10 @@ import json
 import os
 import shutil
 import stat
-import subprocess
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 import serve_bodies
 from helpers import CTXPACK, run
@@ -159,39 +159,26 @@ def test_a_store_folder_that_is_a_link_is_never_used(tmp_path: Path) -> None:
 
 
 def mcp_session(env: dict[str, str], calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-    """Start ``ctxpack mcp``, initialize, call each tool; the results' text or structure."""
-    process = subprocess.Popen(
-        [str(CTXPACK), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
-    )
-    assert process.stdin and process.stdout
+    """Start ``ctxpack mcp`` and talk to it through the official SDK's client (the reference the
+    server is held to): initialize, list the tools, call each; the results' structure, or text."""
+    return anyio.run(_mcp_session, env, calls)
 
-    def ask(number: int, method: str, params: dict[str, Any]) -> Any:
-        process.stdin.write(
-            json.dumps({"jsonrpc": "2.0", "id": number, "method": method, "params": params}) + "\n"
-        )
-        process.stdin.flush()
-        return json.loads(process.stdout.readline())["result"]
 
-    try:
-        hello = {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"},
-        }
-        assert "recall" in ask(0, "initialize", hello)["instructions"]
-        process.stdin.write(
-            json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"
-        )
-        names = [tool["name"] for tool in ask(1, "tools/list", {})["tools"]]
+async def _mcp_session(env: dict[str, str], calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    server = StdioServerParameters(command=str(CTXPACK), args=["mcp"], env=env)
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+        hello = await session.initialize()
+        assert hello.instructions and "recall" in hello.instructions
+        names = [tool.name for tool in (await session.list_tools()).tools]
         assert names == ["recall", "estimate", "stats"]
         answers = []
-        for number, (name, arguments) in enumerate(calls, start=2):
-            result = ask(number, "tools/call", {"name": name, "arguments": arguments})
-            answers.append(result.get("structuredContent") or result["content"][0]["text"])
+        for name, arguments in calls:
+            result = await session.call_tool(name, arguments)
+            answers.append(result.structured_content or result.content[0].text)
         return answers
-    finally:
-        process.stdin.close()
-        process.wait(timeout=30)
 
 
 def test_micro_recall_keeps_the_originals_and_ctxpack_mcp_gives_them_back(tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ class Batch:
 def start_batch(
     names: Sequence[str],
     run: RunSettings,
-    provider: ProviderSettings,
+    provider: ProviderSettings | None,
     engine: Engine,
     *,
     recursive: bool = False,
@@ -55,9 +55,10 @@ def start_batch(
 ) -> Batch:
     """The batch over ``names`` (files, folders with ``recursive``, URLs), each result written
     in place or, with ``output_dir``, to its mirror there. The snapshot store's folder is never
-    an input."""
+    an input. ``provider`` None: micro's, which asks none; ``globs`` empty: the default ones."""
+    provider = provider or ProviderSettings()
     skip = [run.snapshots.location] if run.snapshots is not None else []
-    listing = Listing(names, recursive, globs, output_dir, skip)
+    listing = Listing(names, recursive, tuple(globs) or DEFAULT_GLOBS, output_dir, skip)
     if not listing.local:  # an object written records the settings that made it
         listing = replace(listing, settings_key=settings_key(run, provider))
     targets = find_targets(listing)

@@ -29,6 +29,7 @@ from ..settings import DEFAULT_SETTINGS, Settings
 from . import bareagent
 from .estimate import Counter, json_text, message_units
 from .handles import handle
+from .old_images import mark_old_images
 from .staleness import NONE, SUPERSEDED_PREFIX, Staleness, analyse
 
 MARKER_PREFIX = "[truncated:"
@@ -130,8 +131,6 @@ def with_old_images(
     messages: list[Message], done: MicroResult, settings: Settings
 ) -> tuple[list[Message], MicroResult]:
     """``--images``: the old turns' images become markers too (old_images.py)."""
-    from .old_images import mark_old_images
-
     marked, images = mark_old_images(messages, settings.keep_recent)
     return marked, replace(done, images=images)
 

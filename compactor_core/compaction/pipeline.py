@@ -27,6 +27,7 @@ from .handles import replaced_originals
 from .memo import NO_MEMO, Memo
 from .micro import micro_compact, with_old_images
 from .outcome import Outcome
+from .repairs import repair_messages
 from .status import Status
 from .tokenizers import counter
 
@@ -277,8 +278,6 @@ class MessagesSubject:
         return self._tokens
 
     def repair(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        from .repairs import repair_messages
-
         messages, done = repair_messages(self.input.messages)
         self.input = self.input.with_messages(messages)
         self._take(messages)

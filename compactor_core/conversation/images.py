@@ -4,7 +4,8 @@ An image block is recognized in every shape the agents send: Anthropic's ``{"typ
 "source": {...}}``, Chat Completions' ``image_url``, the Responses API's ``input_image``, Gemini's
 ``inlineData`` part and pi's ``{"type": "image", "data", "mimeType"}``. Its size is read from the
 image's own header (PNG, JPEG, GIF, WebP), from the few base64 characters that hold it: a
-screenshot of megabytes costs a decode of a few hundred bytes, never of the whole image.
+screenshot of megabytes costs a decode of a few hundred bytes, never of the whole image
+(``image_headers.py``).
 
 Tokens follow Anthropic's published rule: about width × height / 750, after the API's own resize
 (the long edge to at most 1568 pixels, the whole to about 1.15 megapixels), so no image costs
@@ -26,9 +27,6 @@ MOST_TOKENS = math.ceil(MAX_PIXELS / PIXELS_PER_TOKEN)
 # The types of the blocks that are images (Gemini's parts have no type: ``inlineData``).
 IMAGE_TYPES = frozenset({"image", "image_url", "input_image"})
 MARKER_PREFIX = "[image:"
-# Base64 characters decoded for a header: enough for PNG, GIF and WebP; a JPEG's size comes after
-# its metadata segments, so more is read, in steps, until it is found.
-_HEADER_CHARS = (256, 8192, 131072, 1 << 20)
 
 
 class Image:
@@ -159,96 +157,19 @@ def inspect(block: dict[str, Any]) -> Image:
     if data is None:
         return Image(named, reference=reference)
     size = decoded_size(data)
-    for chars in _HEADER_CHARS:
-        found = image_size(_decode_prefix(data, chars))
-        if found is not None:
-            kind, width, height = found
-            return Image(kind, width, height, size)
-        if chars >= len(data):
-            break
-    return Image(named, size=size)
+    from .image_headers import size_in_header  # only for an image: start-up time counts
+
+    found = size_in_header(data)
+    if found is None:
+        return Image(named, size=size)
+    kind, width, height = found
+    return Image(kind, width, height, size)
 
 
 def decoded_size(data: str) -> int:
     """The bytes a base64 text decodes to (its padding aside)."""
     data = data.rstrip()
     return (len(data) - data[-2:].count("=")) * 3 // 4
-
-
-def _decode_prefix(data: str, chars: int) -> bytes:
-    import binascii  # an image's header is read when there is one (start-up time counts)
-
-    piece = data[:chars]
-    piece = piece[: len(piece) - len(piece) % 4]
-    try:
-        return binascii.a2b_base64(piece)
-    except (binascii.Error, ValueError):
-        return b""
-
-
-# --- headers -------------------------------------------------------------------------------------
-
-
-def image_size(head: bytes) -> tuple[str, int, int] | None:
-    """(kind, width, height) from the first bytes of a PNG, JPEG, GIF or WebP; None if they do
-    not say (another format, or too few bytes)."""
-    import struct
-
-    if head[:8] == b"\x89PNG\r\n\x1a\n" and len(head) >= 24:
-        width, height = struct.unpack(">II", head[16:24])
-        return "png", width, height
-    if head[:6] in (b"GIF87a", b"GIF89a") and len(head) >= 10:
-        width, height = struct.unpack("<HH", head[6:10])
-        return "gif", width, height
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return _webp_size(head)
-    if head[:2] == b"\xff\xd8":
-        return _jpeg_size(head)
-    return None
-
-
-def _webp_size(head: bytes) -> tuple[str, int, int] | None:
-    import struct
-
-    chunk = head[12:16]
-    if chunk == b"VP8 " and len(head) >= 30 and head[23:26] == b"\x9d\x01\x2a":
-        width, height = struct.unpack("<HH", head[26:30])
-        return "webp", width & 0x3FFF, height & 0x3FFF
-    if chunk == b"VP8L" and len(head) >= 25 and head[20] == 0x2F:
-        bits = int.from_bytes(head[21:25], "little")
-        return "webp", (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
-    if chunk == b"VP8X" and len(head) >= 30:
-        width = int.from_bytes(head[24:27], "little") + 1
-        height = int.from_bytes(head[27:30], "little") + 1
-        return "webp", width, height
-    return None
-
-
-# Start-of-frame markers: every SOFn but DHT (C4), JPG (C8) and DAC (CC).
-_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
-
-
-def _jpeg_size(head: bytes) -> tuple[str, int, int] | None:
-    import struct
-
-    at = 2
-    while at + 4 <= len(head):
-        if head[at] != 0xFF:
-            return None  # not a marker: a damaged file
-        marker = head[at + 1]
-        if marker == 0xFF:  # fill byte
-            at += 1
-            continue
-        if marker in (0x01, *range(0xD0, 0xD8)):  # no length
-            at += 2
-            continue
-        if marker in _SOF:
-            if at + 9 > len(head):
-                return None
-            height, width = struct.unpack(">HH", head[at + 5 : at + 9])
-            return "jpeg", width, height
-        at += 2 + struct.unpack(">H", head[at + 2 : at + 4])[0]
-    return None
 
 
 # --- images in messages --------------------------------------------------------------------------

@@ -33,8 +33,8 @@ from ..disk.atomic import NEW_FILE_MODE, atomic_write_chunks
 from ..errors import OutputError, UsageError
 from ..settings import RunSettings
 from .documents import Document
-from .origins import NOTHING_WRITTEN, SETTINGS, SOURCE, TOKENS, Written, record
 from .sources import Source
+from .written import NOTHING_WRITTEN, SETTINGS, SOURCE, TOKENS, Written, record
 
 if TYPE_CHECKING:
     from ..providers.catalog import ProviderSettings

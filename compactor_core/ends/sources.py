@@ -103,11 +103,9 @@ class LocalFile:
         return os.path.dirname(os.path.realpath(self.path))
 
     def session_id(self) -> str:
-        from pathlib import Path  # not on a plain file's way to its result
-
         from ..snapshots.base import session_id_for_file
 
-        return session_id_for_file(Path(self.path))
+        return session_id_for_file(self.path)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import orjson
 from ..compaction.handles import HANDLE, content_text, digest
 from ..disk.private_dir import PrivateDir
 from ..errors import CtxpackError
+from ..snapshots.locations import user_store
 
 PREFIX = "original-"
 LIMIT = 256 << 20  # bytes kept by default: thousands of long outputs
@@ -136,6 +137,12 @@ class OriginalsStore:
             if total > self.limit:
                 folder.unlink(name)
                 self._known.discard(name.removeprefix(PREFIX))
+
+
+def user_originals(state_home: str | None = None, home: str | None = None) -> OriginalsStore:
+    """The user's store of originals: ``originals`` in the state folder of the snapshots
+    (``snapshots.locations.user_store``: ``XDG_STATE_HOME`` and ``HOME`` as given)."""
+    return OriginalsStore(user_store(state_home, home) / "originals")
 
 
 def _originals(folder: PrivateDir) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..ends.documents import SessionDocument
+from ..ends.session_documents import SessionDocument
 from ..replay import recordings
 from ..replay.pricing import DEFAULT_PROFILE, PROFILES
 from ..replay.run import CHOSEN, KEEPS, UNTOUCHED, replay

@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..ends.documents import SessionDocument, open_document
+from ..ends.documents import open_document
+from ..ends.session_documents import SessionDocument
 from ..ends.sources import local_file
 from ..errors import CtxpackError
 from ..session_files.base import AgentFormat

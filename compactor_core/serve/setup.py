@@ -4,11 +4,11 @@
   as it was (JSON, indented by 2).
 - Codex: ``config.toml``: ``model_provider = "ctxpack"`` and a ``[model_providers.ctxpack]`` table
   at serve, WebSockets off: the built-in OpenAI provider's stand-in
-  (``pointing.codex_provider``), or a copy of the user's own provider at serve; with the
-  ``mcp`` extra, ``ctxpack mcp`` as ``[mcp_servers.ctxpack]`` (Codex offers its tools as the
-  namespace ``mcp__ctxpack``). The file is edited as text, so its comments and layout stay.
+  (``pointing.codex_provider``), or a copy of the user's own provider at serve; and
+  ``ctxpack mcp`` as ``[mcp_servers.ctxpack]`` (Codex offers its tools as the namespace
+  ``mcp__ctxpack``). The file is edited as text, so its comments and layout stay.
 
-- Claude Code's ``.claude.json`` (with the ``mcp`` extra): ``ctxpack mcp`` among its MCP servers,
+- Claude Code's ``.claude.json``: ``ctxpack mcp`` among its MCP servers,
   so the model can recall what a marker replaced; ``undo`` takes that entry out again.
 
 The file as it was is kept beside it (``NAME.before-ctxpack``; ``NAME.before-ctxpack.absent``

@@ -64,7 +64,7 @@ def check_session_id(session_id: str) -> str:
     )
 
 
-def session_id_for_file(path: Path) -> str:
+def session_id_for_file(path: str | os.PathLike[str]) -> str:
     """The session id of an in-place file: its name, and a short hash of its absolute path.
 
     ``projA/session.json`` and ``projB/session.json`` get ids of their own

@@ -34,8 +34,9 @@ from pathlib import Path
 import orjson
 
 from ..conversation.formats import Conversation, dump, dumps
-from ..disk.atomic import TEMP_SUFFIX, remove_stale_temp_files, write_all
+from ..disk.atomic import TEMP_SUFFIX, remove_stale_temp_files
 from ..disk.private_dir import PrivateDir
+from ..disk.streams import write_all
 from ..errors import InputError, InputUnreadable, OutputError
 from .base import (
     FILE_NAME,
