@@ -158,7 +158,7 @@ def carry_out(
         history = messages[: cut.request]
         # a later message that names a call again may change the markers of the history's
         # results: its head is made anew
-        compacted = None if layout.names.renamed else memo.head(history, settings, key)
+        compacted = None if layout.names.renamed else memo.head(history, (settings, key))
         if compacted is None:
             compacted = _compact_at(messages, head, the_plan, cut, settings, provider, memo, layout)
             if isinstance(compacted, ProviderError):
@@ -167,7 +167,7 @@ def carry_out(
                 marked, micro = marks_of(messages, settings, the_plan, cut, layout)  # all before
                 unmade = [*head, *(marked[index] for index in cut.live)]
                 return StableResult(unmade, the_plan, micro, Status.FAILED, compacted)
-            memo.keep_head(history, settings, key, compacted)
+            memo.keep_head(history, (settings, key), compacted)
         head = heads[key] = compacted
     return StableResult(
         [*head, *(final[index] for index in the_plan.live)], the_plan, micro, Status.COMPACTED

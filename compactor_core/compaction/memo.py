@@ -73,21 +73,13 @@ class Memo:
     ) -> None:
         """Keep the result of the full compaction of ``messages``."""
 
-    def head(
-        self, history: list[Message], settings: Settings, cuts: tuple[Hashable, ...]
-    ) -> list[Message] | None:
-        """The head that ``cuts`` (a plan's first ones, oldest first) left of ``history`` (the
-        history at the last of them) under ``settings``, if one was kept (its summarizer being
+    def head(self, history: list[Message], cuts: Hashable) -> list[Message] | None:
+        """The head that ``cuts`` (the settings and a plan's first cuts, oldest first) left of
+        ``history`` (the history at the last of them), if one was kept (its summarizer being
         deterministic): the cuts of a prefix say all its summaries were given."""
         return None
 
-    def keep_head(
-        self,
-        history: list[Message],
-        settings: Settings,
-        cuts: tuple[Hashable, ...],
-        head: list[Message],
-    ) -> None:
+    def keep_head(self, history: list[Message], cuts: Hashable, head: list[Message]) -> None:
         """Keep the head that ``cuts`` left of ``history``."""
 
 

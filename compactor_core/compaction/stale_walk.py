@@ -13,7 +13,7 @@ from ..settings import Settings
 from .estimate import Counter
 from .memo import NO_MEMO, Memo
 from .micro import Layout, mark_turns
-from .staleness import Staleness, Supersession
+from .staleness import Staleness
 
 
 class StaleResults:
@@ -35,22 +35,10 @@ class StaleResults:
         duplicates = {call: found for call, found in repeated if found.at >= since}
         self.index: dict[str, int] = {}
         self.gains: dict[str, int] = {}
-        if duplicates:
-            self._find(messages, settings, counter, stale, layout, memo, duplicates)
-        self.order = sorted((duplicates[call].at, call) for call in self.index)
+        self.order: list[tuple[int, str]] = []
         self.next = 0
-
-    def _find(
-        self,
-        messages: list[Message],
-        settings: Settings,
-        counter: Counter,
-        stale: Staleness,
-        layout: Layout,
-        memo: Memo,
-        duplicates: dict[str, Supersession],
-    ) -> None:
-        """Where each duplicate's result is, and what its marker frees."""
+        if not duplicates:
+            return  # none went stale since: nothing to mark
         marked, _ = mark_turns(
             messages, settings, (), single=duplicates, stale=stale, layout=layout
         )
@@ -63,6 +51,7 @@ class StaleResults:
                     self.index[call] = index
                     freed = _content_units(was, counter, memo) - _content_units(now, counter, memo)
                     self.gains[call] = freed
+        self.order = sorted((duplicates[call].at, call) for call in self.index)
 
     def gone_stale(self, point: int) -> list[tuple[str, int, int]]:
         """(call id, message index, what its marker frees) of the results gone stale before

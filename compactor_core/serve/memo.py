@@ -213,23 +213,15 @@ class RequestResults(KeptCounts):
         if self.kept.compactions is not None:
             self.kept.compactions.put(self.prints(messages)[-1], settings, result)
 
-    def head(
-        self, history: list[Message], settings: Settings, cuts: tuple[Hashable, ...]
-    ) -> list[Message] | None:
+    def head(self, history: list[Message], cuts: Hashable) -> list[Message] | None:
         compactions = self.kept.compactions
         if compactions is None:
             return None
-        return compactions.head(self.prints(history)[-1], settings, cuts)
+        return compactions.head(self.prints(history)[-1], cuts)
 
-    def keep_head(
-        self,
-        history: list[Message],
-        settings: Settings,
-        cuts: tuple[Hashable, ...],
-        head: list[Message],
-    ) -> None:
+    def keep_head(self, history: list[Message], cuts: Hashable, head: list[Message]) -> None:
         if self.kept.compactions is not None:
-            self.kept.compactions.put_head(self.prints(history)[-1], settings, cuts, head)
+            self.kept.compactions.put_head(self.prints(history)[-1], cuts, head)
 
     def prints(self, messages: list[Message]) -> list[bytes]:
         """The print of each prefix of ``messages``, the empty one first: a hash of the JSON of

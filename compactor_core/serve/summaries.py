@@ -183,8 +183,8 @@ class KeptSummarizer:
 class KeptCompactions:
     """The newest ``memory`` full compactions (``compaction.memo.Memo.compaction``), by what
     they were given: the settings and the print of the messages (``memo.KeptResults.print``);
-    and the heads a plan's cuts left of a history (``Memo.head``), by the settings, the print of
-    the history and the cuts. The same give the same result again, word for word, with a
+    and the heads a plan's cuts left of a history (``Memo.head``), by the print of the history,
+    the settings and the cuts. The same give the same result again, word for word, with a
     deterministic summarizer; ``given_again`` is told each time one is, as its summary is given
     again."""
 
@@ -201,16 +201,12 @@ class KeptCompactions:
     def put(self, messages: bytes, settings: Settings, result: list[Message]) -> None:
         self._keep((settings, messages), result)
 
-    def head(
-        self, history: bytes, settings: Settings, cuts: tuple[Hashable, ...]
-    ) -> list[Message] | None:
-        """The head the cuts left of the history of this print, if kept."""
-        return self._found((settings, history, cuts))
+    def head(self, history: bytes, cuts: Hashable) -> list[Message] | None:
+        """The head the cuts (and their settings) left of the history of this print, if kept."""
+        return self._found((history, cuts))
 
-    def put_head(
-        self, history: bytes, settings: Settings, cuts: tuple[Hashable, ...], head: list[Message]
-    ) -> None:
-        self._keep((settings, history, cuts), head)
+    def put_head(self, history: bytes, cuts: Hashable, head: list[Message]) -> None:
+        self._keep((history, cuts), head)
 
     def _found(self, key: Hashable) -> list[Message] | None:
         with self._lock:
