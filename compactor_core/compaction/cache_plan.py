@@ -38,6 +38,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from ..conversation.formats import Message
@@ -153,7 +154,7 @@ def plan(
         if (past_cuts or point == len(messages)) and point not in unmade:
             walk.fit(point)
         if len(points) > 1 and point == points[-2]:  # the previous request: where the next goes on
-            memo.keep_walk(messages[:point], given, walk.saved(timing))
+            memo.keep_walk(messages, point, given, partial(walk.saved, timing))
     return walk.result()
 
 

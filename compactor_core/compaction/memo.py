@@ -9,7 +9,7 @@ of its requests, the full compactions of its cuts, and the heads they leave.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 from ..conversation.formats import Message
@@ -60,8 +60,11 @@ class Memo:
         was kept."""
         return None
 
-    def keep_walk(self, history: list[Message], given: Hashable, walk: Any) -> None:
-        """Keep the walk of ``history`` under ``given``, never to be changed."""
+    def keep_walk(
+        self, messages: list[Message], length: int, given: Hashable, walk: Callable[[], Any]
+    ) -> None:
+        """Keep the walk of ``messages[:length]`` under ``given`` (``walk()``: a copy of it
+        that is never to be changed), if a memo keeps walks."""
 
     def compaction(self, messages: list[Message], settings: Settings) -> list[Message] | None:
         """The result of the full compaction of ``messages`` under ``settings``, if one was kept

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 from ..compaction.estimate import Counter, message_units
@@ -198,8 +198,10 @@ class RequestResults(KeptCounts):
         length, walk = self.kept.along(("walk", given), self.prints(messages))
         return None if walk is None else (length, walk)
 
-    def keep_walk(self, history: list[Message], given: Hashable, walk: Any) -> None:
-        self.kept.keep_along(("walk", given), self.prints(history)[-1], walk)
+    def keep_walk(
+        self, messages: list[Message], length: int, given: Hashable, walk: Callable[[], Any]
+    ) -> None:
+        self.kept.keep_along(("walk", given), self.prints(messages)[length], walk())
 
     def compaction(self, messages: list[Message], settings: Settings) -> list[Message] | None:
         compactions = self.kept.compactions
