@@ -251,7 +251,7 @@ class _Walk:
         # as it does by age alone (stale results only join it sooner); the turns walked before
         # and not in the batch need none
         waiting = range(min(self.batch, default=self.considered), len(self.turns))
-        self.marked_units = memo.marked_units(messages, settings, layout, counter, waiting)
+        self.marked_units = memo.marked_units(messages, settings, layout, waiting)
         self.staleness = memo.staleness(messages, settings)
         self.stale = StaleResults(
             messages, settings, counter, self.staleness, layout, memo, self.added

@@ -16,6 +16,7 @@ from ..conversation.formats import Message
 from .estimate import Counter, estimate, message_units, units_to_tokens
 from .micro import Layout, marked_units, staleness_of
 from .staleness import Staleness
+from .tokenizers import counter as counter_named
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -38,16 +39,14 @@ class Memo:
         return Layout.of(messages)
 
     def marked_units(
-        self,
-        messages: list[Message],
-        settings: Settings,
-        layout: Layout,
-        counter: Counter,
-        positions: range,
+        self, messages: list[Message], settings: Settings, layout: Layout, positions: range
     ) -> dict[int, int]:
         """The count of each message of these tool-result turns (positions in
-        ``layout.turns``) with all its results markers (``micro.marked_units``)."""
-        return marked_units(messages, settings, layout, counter, positions)
+        ``layout.turns``) with all its results markers (``micro.marked_units``), by the
+        settings' tokenizer."""
+        return marked_units(
+            messages, settings, layout, counter_named(settings.tokenizer), positions
+        )
 
     def staleness(self, messages: list[Message], settings: Settings) -> Staleness:
         """The conversation's stale results, when the settings put them first

@@ -24,6 +24,7 @@ from ..compaction.estimate import Counter, message_units
 from ..compaction.memo import KeptCounts
 from ..compaction.micro import Layout, marked_units
 from ..compaction.staleness import Analysis, Staleness
+from ..compaction.tokenizers import counter as counter_named
 from ..conversation.formats import Message, dumps
 from ..conversation.tools import tool_result_ids
 from .ledger import DIGEST, Links
@@ -151,28 +152,24 @@ class RequestResults(KeptCounts):
         return total
 
     def marked_units(
-        self,
-        messages: list[Message],
-        settings: Settings,
-        layout: Layout,
-        counter: Counter,
-        positions: range,
+        self, messages: list[Message], settings: Settings, layout: Layout, positions: range
     ) -> dict[int, int]:
-        """Found again for the messages seen, by their JSON, the settings, the counter and the
-        tools their results answer: the rest are marked and counted."""
+        """Found again for the messages seen, by their JSON, the settings and the tools their
+        results answer: the rest are marked and counted."""
         units: dict[int, int] = {}
         given: dict[int, Hashable] = {}
         unfound: list[int] = []  # turn positions
         for position in positions:
             for index in layout.turns[position]:
                 answered = (layout.names.get(call) for call in tool_result_ids(messages[index]))
-                given[index] = ("marked", settings, counter.name, tuple(answered))
+                given[index] = ("marked", settings, tuple(answered))
                 found = self.kept.found(given[index], self.text(messages[index]))
                 if found is None:
                     unfound.append(position)
                 else:
                     units[index] = found
         if unfound:
+            counter = counter_named(settings.tokenizer)
             counted = marked_units(messages, settings, layout, counter, sorted(set(unfound)))
             for index, found in counted.items():
                 units[index] = found
