@@ -5,7 +5,9 @@ and 1.4 MB with the transcript's first half again in front, as a long session's 
 one ``Compactor`` as a proxy's caller sends it again and again (the same history, as serve sees it
 on every turn): the time of ``compact`` against an orjson round trip of the body, the least a
 proxy that reads the body can do. Target: at most 10 ms plus twice the round trip, growing
-linearly with the history (the quarter, half and whole bodies are shown beside it).
+linearly with the history (the quarter, half and whole bodies are shown beside it). Beside it
+too, the whole body as a caller's next request sends it: after the same history without its
+last turn (what the proxy kept of that one is taken up).
 
     python bench/run.py serve
 """
@@ -36,6 +38,7 @@ def _added_time(report: Report) -> None:
     whole = _grown(messages)
     for share in (4, 2, 1):
         _measure(report, _body(whole[: len(whole) // share]), share)
+    _measure_new_turn(report, whole)
 
 
 def _measure(report: Report, data: bytes, share: int) -> None:
@@ -49,6 +52,20 @@ def _measure(report: Report, data: bytes, share: int) -> None:
         report.ratio("serve.added_time", added, trip, target, note=note)
     else:
         report.info(f"serve.added_time_1_{share}", added, trip, "s", note=note)
+
+
+def _measure_new_turn(report: Report, whole: list) -> None:
+    last_turn = max(i for i, message in enumerate(whole) if message.get("role") == "assistant")
+    before, data = _body(whole[:last_turn]), _body(whole)
+    best = float("inf")
+    for _ in range(5):  # a proxy that has seen the request before this one, each time
+        compactor = _compactor()
+        compactor.compact(WIRES[MESSAGES], before)
+        added, _ = best_in_process(lambda: compactor.compact(WIRES[MESSAGES], data), 1)  # noqa: B023
+        best = min(best, added)
+    trip, _ = best_in_process(lambda: orjson.dumps(orjson.loads(data)), 20)
+    note = f"{len(data):,} B body after one without its last turn; round trip {trip * 1000:.1f} ms"
+    report.info("serve.added_time_new_turn", best, trip, "s", note=note)
 
 
 def _grown(messages: list) -> list:
