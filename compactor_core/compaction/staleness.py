@@ -45,7 +45,7 @@ from ..conversation.tool_rules import (
     rules_table,
     touches,
 )
-from ..conversation.tools import blocks, has_tool_result_block, is_block, result_holders, tool_name
+from ..conversation.tools import blocks, is_block, result_holders, tool_name
 from .estimate import HEURISTIC, Counter, message_units, units_to_tokens
 
 SUPERSEDED_PREFIX = "[superseded:"
@@ -180,32 +180,46 @@ class Analysis:
 
     def _read(self, message: Message) -> None:
         """The message's calls, then each of its results whose call (made before it) touched
-        something, as an ``Answer`` for the rule."""
+        something, as an ``Answer`` for the rule. The blocks are looked at once (this runs on
+        every message): what ``calls_of`` and ``result_holders`` find, in their order."""
         index = self.count
         self.count += 1
-        turn = self._turn(message)
-        for call_id, name, arguments in calls_of(message):
-            self.calls[call_id] = (name, arguments)
-        for call_id, holder in _results(message):
-            if call_id not in self.calls:
-                continue
-            tool, arguments = self.calls[call_id]
-            touched = touched_by(tool, arguments, self.table)
-            if touched:
-                error = holder.get("is_error") is True
-                answer = Answer(call_id, tool, touched, turn, index, error, touched[0].shown)
-                self.superseding.add(answer)
+        tool_message = message.get("role") == "tool"
+        results = [(message.get("tool_call_id"), message)] if tool_message else []
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "tool_use" and isinstance(block.get("id"), str):
+                self.calls[block["id"]] = (tool_name(block.get("name")), block.get("input"))
+            elif kind == "tool_result":
+                results.append((block.get("tool_use_id"), block))
+        if message.get("tool_calls"):
+            for call_id, name, arguments in _function_calls(message):
+                self.calls[call_id] = (name, arguments)
+        turn = self._turn(tool_message, len(results) > tool_message)
+        for call_id, holder in results:
+            if isinstance(call_id, str) and call_id in self.calls:
+                self._answer(call_id, holder, turn, index)
 
-    def _turn(self, message: Message) -> int:
+    def _answer(self, call_id: str, holder: dict[str, Any], turn: int, index: int) -> None:
+        tool, arguments = self.calls[call_id]
+        touched = touched_by(tool, arguments, self.table)
+        if touched:
+            error = holder.get("is_error") is True
+            answer = Answer(call_id, tool, touched, turn, index, error, touched[0].shown)
+            self.superseding.add(answer)
+
+    def _turn(self, tool_message: bool, result_blocks: bool) -> int:
         """The position of the message's tool-result turn (0 if it is none), as
-        ``tools.tool_result_turns`` numbers them."""
-        if message.get("role") == "tool":
+        ``tools.tool_result_turns`` numbers them: a run of tool messages is one turn, and so
+        is a message with result blocks."""
+        if tool_message:
             if not self.in_tool_run:
                 self.turns += 1
             self.in_tool_run = True
             return self.turns - 1
         self.in_tool_run = False
-        if not has_tool_result_block(message):
+        if not result_blocks:
             return 0
         self.turns += 1
         return self.turns - 1
@@ -310,6 +324,11 @@ def calls_of(message: Message) -> Iterator[tuple[str, str, Any]]:
     for block in blocks(message):
         if is_block(block, "tool_use") and isinstance(block.get("id"), str):
             yield block["id"], tool_name(block.get("name")), block.get("input")
+    yield from _function_calls(message)
+
+
+def _function_calls(message: Message) -> Iterator[tuple[str, str, Any]]:
+    """The message's calls in OpenAI's style (``tool_calls``)."""
     for call in message.get("tool_calls") or ():
         function = call.get("function") if isinstance(call, dict) else None
         if isinstance(function, dict) and isinstance(call.get("id"), str):
