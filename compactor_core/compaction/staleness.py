@@ -242,8 +242,9 @@ class Superseding:
         """The next result, in the conversation's order."""
         if not answer.error:
             for touch in answer.touched:
-                for call, supersession in _supersede(self.current, touch, answer):
-                    self.superseded[call] = supersession
+                if (touch.domain, touch.subject) in self.current:  # else nothing to supersede
+                    for call, supersession in _supersede(self.current, touch, answer):
+                        self.superseded[call] = supersession
         result = _Result(answer, len(answer.touched))
         for touch in answer.touched:
             self.current.setdefault((touch.domain, touch.subject), []).append((result, touch))

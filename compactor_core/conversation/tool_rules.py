@@ -19,7 +19,7 @@ import posixpath
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 READ, WRITE, PATCH, LIST, RUN, SEARCH, NONE = (
     "read",
@@ -120,9 +120,9 @@ BUILT_IN: dict[str, tuple[Rule, ...]] = {
 }
 
 
-@dataclass(frozen=True)
-class Touch:
-    """One thing a call read, wrote, listed, ran or searched."""
+class Touch(NamedTuple):
+    """One thing a call read, wrote, listed, ran or searched (a tuple: one is made for every
+    call of a conversation, and a frozen dataclass takes three times as long to make and hash)."""
 
     kind: str  # the call's kind: READ, WRITE, ...
     domain: str  # FILE, FOLDER, COMMAND or SEARCHED: touches of one domain and subject meet
@@ -147,8 +147,12 @@ def rules_table(extra: Rules = ()) -> dict[str, tuple[Rule, ...]]:
 def touches(tool: str, arguments: Any, table: Mapping[str, tuple[Rule, ...]]) -> list[Touch]:
     """What a call of ``tool`` with these arguments touched (none: nothing it can go stale by)."""
     arguments = _as_mapping(arguments)
-    rule = next((rule for rule in table.get(tool, ()) if rule.applies(arguments)), None)
-    if rule is None or rule.kind not in DOMAINS:
+    for rule in table.get(tool, ()):
+        if rule.applies(arguments):
+            break
+    else:
+        return []
+    if rule.kind not in DOMAINS:
         return []
     if rule.kind == SEARCH:
         shown = _first_text(arguments, rule.keys) or _canonical(arguments)
@@ -209,8 +213,15 @@ def _canonical(value: Any) -> str:
 def _normal(domain: str, subject: str) -> str:
     subject = subject.strip()
     if domain in (FILE, FOLDER) and "://" not in subject:  # a path, not an address
-        return posixpath.normpath(subject) if subject else "."
+        return posixpath.normpath(subject) if _may_change(subject) else subject
     return subject
+
+
+def _may_change(path: str) -> bool:
+    """Whether ``posixpath.normpath`` may change the path: only an empty one, or one with an
+    empty, ``.`` or ``..`` part or a slash at its end (most paths have none: normpath is the
+    dearest step of finding what a call touched)."""
+    return not path or "//" in path or "/." in path or path[0] == "." or path[-1] == "/"
 
 
 # --- rules from the config file ------------------------------------------------------------------
