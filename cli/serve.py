@@ -180,9 +180,10 @@ def serve(
     )
     compactor = Compactor(settings, summarizer, originals=resolve.originals_store())
     app = Proxy(limits, compactor, _log, summarizer)
+    server = uvicorn_server(uvicorn, app, shutdown_timeout, client_timeout)
     io.write_stdout(f"{address}\n".encode())
     io.warn(f"serving {address} -> {upstream} (auto, threshold {settings.threshold})")
-    _run(uvicorn, app, listening, shutdown_timeout, client_timeout)
+    server.run(sockets=[listening])
 
 
 def _uvicorn() -> Any:
@@ -195,11 +196,9 @@ def _uvicorn() -> Any:
     return uvicorn
 
 
-def _run(
-    uvicorn: Any, app: Any, listening: socket.socket, shutdown_timeout: int, client_timeout: float
-) -> None:
-    """Serve until SIGTERM (or Ctrl-C): uvicorn then stops listening and lets the requests in
-    flight finish, for ``shutdown_timeout`` seconds at most."""
+def uvicorn_server(uvicorn: Any, app: Any, shutdown_timeout: int, client_timeout: float) -> Any:
+    """uvicorn's server of ``app``, which stops at SIGTERM (or Ctrl-C) from now on: it stops
+    listening and lets the requests in flight finish, for ``shutdown_timeout`` seconds at most."""
     config = uvicorn.Config(
         app,
         http=guarded_protocol(client_timeout),
@@ -213,9 +212,12 @@ def _run(
         timeout_graceful_shutdown=shutdown_timeout,
     )
     logging.getLogger("uvicorn").setLevel(logging.CRITICAL)  # each request has ctxpack's line
-    # uvicorn raises SIGTERM again once it has stopped: ignored then, so that the exit is 0
-    signal.signal(signal.SIGTERM, lambda *_: None)
-    uvicorn.Server(config).run(sockets=[listening])
+    server = uvicorn.Server(config)
+    # uvicorn handles SIGTERM only once it runs: one that comes before (the caller read the
+    # address and stopped at once) stops it as soon as it starts, and the one uvicorn raises
+    # again once it has stopped comes here too, so that the exit is 0
+    signal.signal(signal.SIGTERM, lambda *_: setattr(server, "should_exit", True))
+    return server
 
 
 def _checked_upstream(url: str) -> str:

@@ -13,6 +13,7 @@ import json
 import re
 import socket
 import stat
+import subprocess
 import sys
 import threading
 import time
@@ -230,6 +231,36 @@ def test_sigterm_lets_the_streams_in_flight_finish_then_exits_0() -> None:
             pass
         else:
             raise AssertionError("still listening after SIGTERM")
+
+
+# A SIGTERM that comes after the address is printed but before uvicorn's own handler is in
+# place (a caller that reads the address and stops serve at once): the server made, the signal
+# sent, then run. It used to be ignored there, and serve ran on.
+EARLY_SIGTERM = """
+import os, signal, socket, uvicorn
+from cli.serve import uvicorn_server
+
+async def app(scope, receive, send):
+    while scope["type"] == "lifespan":
+        message = await receive()
+        done = message["type"] + ".complete"
+        await send({"type": done})
+        if message["type"] == "lifespan.shutdown":
+            return
+
+listening = socket.create_server(("127.0.0.1", 0))
+server = uvicorn_server(uvicorn, app, 1, 5.0)
+os.kill(os.getpid(), signal.SIGTERM)
+server.run(sockets=[listening])
+print("stopped")
+"""
+
+
+def test_a_sigterm_before_uvicorn_runs_stops_serve_as_soon_as_it_starts() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", EARLY_SIGTERM], capture_output=True, text=True, timeout=30
+    )
+    assert (done.returncode, done.stdout) == (0, "stopped\n"), done.stderr
 
 
 def test_a_caller_that_leaves_ends_its_upstream_request() -> None:
