@@ -14,6 +14,7 @@ import click
 from compactor_core.ends.sources import Source, local_file
 from compactor_core.recall.mcp import Server
 from compactor_core.recall.tools import INSTRUCTIONS, ctxpack_tools
+from compactor_core.release import release
 
 from . import io, options
 from .resolve import originals_store
@@ -32,18 +33,8 @@ def mcp() -> None:
     them is stale) and stats (what the store holds).
     """
     tools = ctxpack_tools(originals_store(), _source_of)
-    server = Server("ctxpack", _release(), INSTRUCTIONS, tools)
+    server = Server("ctxpack", release(), INSTRUCTIONS, tools)
     server.serve(io.stdin_lines(), io.write_stdout)
-
-
-def _release() -> str:
-    """ctxpack's version, for the client's log ("unknown" from a tree never installed)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("ctxpack")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def _source_of(path: str) -> Source:

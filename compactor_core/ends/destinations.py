@@ -31,6 +31,7 @@ from ..compaction.outcome import Outcome, Report
 from ..compaction.pipeline import Subject
 from ..disk.atomic import NEW_FILE_MODE, atomic_write_chunks
 from ..errors import OutputError, UsageError
+from ..release import release
 from ..settings import RunSettings
 from .documents import Document
 from .sources import Source
@@ -216,12 +217,6 @@ def _current(name: str, key: str, source_version: str | None) -> Report | None:
 def settings_key(run: RunSettings, provider: ProviderSettings) -> str:
     """What decides the bytes of a result: ctxpack's version, the job, the layout, the provider
     (never its key)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        release = version("ctxpack")
-    except PackageNotFoundError:
-        release = "unknown"
     who = (provider.name, provider.model, provider.base_url, provider.command)
-    text = repr((release, run.command, run.settings, run.pretty, who))
+    text = repr((release(), run.command, run.settings, run.pretty, who))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
