@@ -58,9 +58,8 @@ class Tool:
     name: str
     description: str
     run: Callable[..., Answer]
-    arguments: Mapping[str, str] = field(
-        default_factory=dict
-    )  # name: what it is (strings, all required)
+    # each argument's name and what it is (strings, all required)
+    arguments: Mapping[str, str] = field(default_factory=dict)
     output_schema: Mapping[str, Any] | None = None  # when ``run`` gives structure
 
     def listing(self) -> dict[str, Any]:
