@@ -18,7 +18,13 @@ from test_core_cache_policy import made_cuts, sent_marked, stable
 from compactor_core.compaction.cache_plan import request_points
 from compactor_core.compaction.micro import is_marker, micro_compact
 from compactor_core.compaction.staleness import analyse, stale_report
-from compactor_core.conversation.tool_rules import Rule, parse_rules, rules_table, touches
+from compactor_core.conversation.tool_rules import (
+    Rule,
+    parse_rules,
+    rules_table,
+    touch_table,
+    touches,
+)
 from compactor_core.settings import Settings
 
 BIG = "x" * 400  # a result worth a marker
@@ -205,7 +211,7 @@ def test_user_rules_add_a_tool_and_take_one_out() -> None:
     assert set(analyse(messages, rules).superseded) == {"f1", "e1"}
     assert set(analyse(messages).superseded) == {"b1", "e1"}  # Cline's editor writes
     table = rules_table(rules)
-    assert touches("editor", {"mode": "show", "path": "p"}, table)[0].kind == "read"
+    assert touches("editor", {"mode": "show", "path": "p"}, touch_table(rules))[0].kind == "read"
     assert table["Read"] == (Rule("read", ("file_path",)),)
 
 

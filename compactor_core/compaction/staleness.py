@@ -26,9 +26,9 @@ result marked before it went stale keeps its truncation marker (``Staleness.of``
 from __future__ import annotations
 
 import copy
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ..conversation.formats import Message
 from ..conversation.tool_rules import (
@@ -39,11 +39,9 @@ from ..conversation.tool_rules import (
     RUN,
     SEARCH,
     WRITE,
-    Rule,
     Rules,
-    Touch,
-    rules_table,
-    touches,
+    ToolTouches,
+    touch_table,
 )
 from ..conversation.tools import blocks, is_block, result_holders, tool_name
 from .estimate import HEURISTIC, Counter, message_units, units_to_tokens
@@ -60,9 +58,10 @@ VERBS = {
 REPEATABLE = (READ, LIST, RUN, SEARCH)  # kinds whose later call shows the same thing anew
 
 
-@dataclass(frozen=True, slots=True)  # one per stale result of a session of millions of records
-class Supersession:
-    """How a result went stale: the later result that made it so."""
+class Supersession(NamedTuple):
+    """How a result went stale: the later result that made it so (a tuple: one is made for
+    each stale result, most results of long sessions, and a frozen dataclass takes three times
+    as long to make)."""
 
     tool: str  # the stale result's tool
     subject: str  # what its call read, ran, listed or searched, as a marker shows it
@@ -122,9 +121,9 @@ class Touched(Protocol):
     def part(self) -> Hashable: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """One tool result, as staleness sees it: what its call touched, and where it stands."""
+class Answer(NamedTuple):
+    """One tool result, as staleness sees it: what its call touched, and where it stands (a
+    tuple, like ``Supersession``: one is made for every result that touched something)."""
 
     call_id: Any  # a conversation's call id; a session file's key of one
     tool: str
@@ -156,8 +155,9 @@ class Analysis:
     that goes on from it needs is kept, so that it can be taken up from a ``copy`` (serve)."""
 
     def __init__(self, rules: Rules = ()) -> None:
-        self.table = rules_table(rules)
-        self.calls: dict[str, tuple[str, Any]] = {}
+        self.table = touch_table(rules)
+        # call id -> its tool, what a call of it touches (None: nothing), its input
+        self.calls: dict[str, tuple[str, ToolTouches | None, Any]] = {}
         self.superseding = Superseding()
         self.count = 0  # messages read
         self.turns = 0  # tool-result turns begun (tools.tool_result_turns)
@@ -190,20 +190,33 @@ class Analysis:
         for block in content if isinstance(content, list) else ():
             kind = block.get("type") if isinstance(block, dict) else None
             if kind == "tool_use" and isinstance(block.get("id"), str):
-                self.calls[block["id"]] = (tool_name(block.get("name")), block.get("input"))
+                self._call(block["id"], tool_name(block.get("name")), block.get("input"))
             elif kind == "tool_result":
                 results.append((block.get("tool_use_id"), block))
         if message.get("tool_calls"):
             for call_id, name, arguments in _function_calls(message):
-                self.calls[call_id] = (name, arguments)
+                self._call(call_id, name, arguments)
         turn = self._turn(tool_message, len(results) > tool_message)
         for call_id, holder in results:
-            if isinstance(call_id, str) and call_id in self.calls:
-                self._answer(call_id, holder, turn, index)
+            call = self.calls.get(call_id) if isinstance(call_id, str) else None
+            if call is not None and call[1] is not None:
+                self._answer(call_id, call, holder, turn, index)
 
-    def _answer(self, call_id: str, holder: dict[str, Any], turn: int, index: int) -> None:
-        tool, arguments = self.calls[call_id]
-        touched = touched_by(tool, arguments, self.table)
+    def _call(self, call_id: str, tool: str, arguments: Any) -> None:
+        """A call, kept for its result: what a call of its tool touches is looked up once
+        here (the last call of an id wins)."""
+        self.calls[call_id] = (tool, self.table.get(tool), arguments)
+
+    def _answer(
+        self,
+        call_id: str,
+        call: tuple[str, ToolTouches | None, Any],
+        holder: dict[str, Any],
+        turn: int,
+        index: int,
+    ) -> None:
+        tool, touching, arguments = call
+        touched = touching(arguments)
         if touched:
             error = holder.get("is_error") is True
             answer = Answer(call_id, tool, touched, turn, index, error, touched[0].shown)
@@ -225,11 +238,6 @@ class Analysis:
         return self.turns - 1
 
 
-def touched_by(tool: str, arguments: Any, table: Mapping[str, tuple[Rule, ...]]) -> list[Touch]:
-    """What a call touched, each thing once (a call may name a file twice)."""
-    return list(dict.fromkeys(touches(tool, arguments, table)))
-
-
 class Superseding:
     """The rule, answer after answer: what is still current of each thing touched, and the
     results gone stale so far."""
@@ -239,15 +247,45 @@ class Superseding:
         self.superseded: dict[Any, Supersession] = {}
 
     def add(self, answer: Answer) -> None:
-        """The next result, in the conversation's order."""
-        if not answer.error:
-            for touch in answer.touched:
-                if (touch.domain, touch.subject) in self.current:  # else nothing to supersede
-                    for call, supersession in _supersede(self.current, touch, answer):
-                        self.superseded[call] = supersession
+        """The next result, in the conversation's order. Under each thing it touched, it first
+        supersedes what it makes stale (not itself: a call may touch one file twice), then is
+        current there."""
         result = _Result(answer, len(answer.touched))
         for touch in answer.touched:
-            self.current.setdefault((touch.domain, touch.subject), []).append((result, touch))
+            key = (touch.domain, touch.subject)
+            earlier = self.current.get(key)
+            if earlier is None:  # the first touch of it: nothing to supersede
+                self.current[key] = [(result, touch)]
+                continue
+            if not answer.error:  # an error shows nothing new
+                earlier = self.current[key] = self._supersede(earlier, touch, answer)
+            earlier.append((result, touch))
+
+    def _supersede(
+        self, earlier: list[tuple[_Result, Touched]], later: Touched, by: Answer
+    ) -> list[tuple[_Result, Touched]]:
+        """What is still current under ``later``'s subject once it is there; the results it
+        completes the staleness of go to ``superseded``."""
+        kept = []
+        for pair in earlier:
+            result, touch = pair
+            # the same result again (Gemini CLI's history holds each twice) is no later one
+            if result.answer.call_id == by.call_id or not supersedes(later, touch):
+                kept.append(pair)
+                continue
+            result.left -= 1
+            result.repeat = result.repeat and later.kind == touch.kind and later.kind in REPEATABLE
+            if result.left == 0:
+                stale = result.answer
+                self.superseded[stale.call_id] = Supersession(
+                    stale.tool,
+                    stale.shown,
+                    VERBS[later.kind],
+                    by.turn - stale.turn,
+                    by.at,
+                    result.repeat,
+                )
+        return kept
 
     def copy(self) -> Superseding:
         """One that goes on from here on its own (a result is under each thing it touched:
@@ -276,38 +314,6 @@ def superseded_by(answers: Iterable[Answer]) -> dict[Any, Supersession]:
     for answer in answers:
         superseding.add(answer)
     return superseding.superseded
-
-
-def _supersede(
-    current: dict[tuple[str, Hashable], list[tuple[_Result, Touched]]],
-    later: Touched,
-    by: Answer,
-) -> Iterator[tuple[Any, Supersession]]:
-    """The results the later touch completes the staleness of; what it supersedes leaves
-    ``current``."""
-    key = (later.domain, later.subject)
-    kept = []
-    for result, earlier in current.get(key, ()):
-        # the same result again (Gemini CLI's history holds each twice) is no later one
-        if result.answer.call_id == by.call_id or not supersedes(later, earlier):
-            kept.append((result, earlier))
-            continue
-        result.left -= 1
-        result.repeat = result.repeat and later.kind == earlier.kind and later.kind in REPEATABLE
-        if result.left == 0:
-            stale = result.answer
-            yield (
-                stale.call_id,
-                Supersession(
-                    stale.tool,
-                    stale.shown,
-                    VERBS[later.kind],
-                    by.turn - stale.turn,
-                    by.at,
-                    result.repeat,
-                ),
-            )
-    current[key] = kept
 
 
 def supersedes(later: Touched, earlier: Touched) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -37,6 +37,7 @@ DOMAINS = {READ: FILE, WRITE: FILE, PATCH: FILE, LIST: FOLDER, RUN: COMMAND, SEA
 
 SHOWN = 40  # characters of a subject a marker shows (a marker costs what it says)
 RANGE_KEYS = ("offset", "limit", "start_line", "end_line", "view_range", "line_range", "lines")
+_RANGE_KEYS = frozenset(RANGE_KEYS)
 ITEM_PATH_KEYS = ("path", "file_path", "absolute_path", "filePath")
 PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.M)
 
@@ -144,36 +145,112 @@ def rules_table(extra: Rules = ()) -> dict[str, tuple[Rule, ...]]:
     return {**BUILT_IN, **dict(extra)}
 
 
-def touches(tool: str, arguments: Any, table: Mapping[str, tuple[Rule, ...]]) -> list[Touch]:
-    """What a call of ``tool`` with these arguments touched (none: nothing it can go stale by)."""
-    arguments = _as_mapping(arguments)
-    for rule in table.get(tool, ()):
-        if rule.applies(arguments):
-            break
-    else:
+# a call's input (a mapping, or OpenAI's JSON text) -> what the call touched, each thing once
+ToolTouches = Callable[[Any], list[Touch]]
+TouchTable = dict[str, ToolTouches]  # tool name -> what its calls touch
+
+
+def touch_table(extra: Rules = ()) -> TouchTable:
+    """``rules_table`` compiled once for all the calls of a conversation: each tool's name ->
+    the function that tells what a call of it touched. The rules are not read again for every
+    call, and a tool whose rules touch nothing (kind ``none``) is left out, so that a call of
+    it (most calls of some sessions) costs one lookup."""
+    return {
+        tool: _compiled(tool, rules)
+        for tool, rules in rules_table(extra).items()
+        if any(rule.kind in DOMAINS for rule in rules)
+    }
+
+
+def touches(tool: str, arguments: Any, table: TouchTable) -> list[Touch]:
+    """What a call of ``tool`` with these arguments touched, each thing once (none: nothing it
+    can go stale by)."""
+    touched = table.get(tool)
+    return touched(arguments) if touched is not None else []
+
+
+def _compiled(tool: str, rules: tuple[Rule, ...]) -> ToolTouches:
+    """What a call of ``tool`` touched by the first of its rules that applies to its input."""
+    compiled = [(rule, _rule_touches(tool, rule)) for rule in rules]
+    if len(rules) == 1 and not rules[0].when:
+        return compiled[0][1]  # the rule applies to every input: nothing to choose
+
+    def by_first_rule_that_applies(arguments: Any) -> list[Touch]:
+        arguments = _as_mapping(arguments)
+        for rule, touched in compiled:
+            if rule.applies(arguments):
+                return touched(arguments)
         return []
+
+    return by_first_rule_that_applies
+
+
+def _rule_touches(tool: str, rule: Rule) -> ToolTouches:
+    """What a call touched by this rule: a search its whole input, a patch the files it names,
+    any other kind the subject of its first field present (or each of a list's, ``many``)."""
     if rule.kind not in DOMAINS:
-        return []
+        return lambda arguments: []
     if rule.kind == SEARCH:
-        shown = _first_text(arguments, rule.keys) or _canonical(arguments)
-        return (
-            [Touch(SEARCH, SEARCHED, shown, f"{tool} {_canonical(arguments)}")] if arguments else []
-        )
+        return lambda arguments: _searched(tool, rule.keys, arguments)
+    if rule.kind == PATCH or rule.many:
+        return lambda arguments: _each_subject(rule, arguments)
+    domain = DOMAINS[rule.kind]
+    return lambda arguments: _one_subject(rule.kind, domain, rule.keys, arguments)
+
+
+def _searched(tool: str, keys: tuple[str, ...], arguments: Any) -> list[Touch]:
+    arguments = _as_mapping(arguments)
+    if not arguments:
+        return []
+    whole = _canonical(arguments)
+    return [Touch(SEARCH, SEARCHED, _first_text(arguments, keys) or whole, f"{tool} {whole}")]
+
+
+def _one_subject(kind: str, domain: str, keys: tuple[str, ...], arguments: Any) -> list[Touch]:
+    """A call of the commonest rule (most calls of every session): one file, folder or command
+    in the first of ``keys`` present; what ``_each_subject`` finds of it, found directly."""
+    arguments = _as_mapping(arguments)
+    subject = _text(_first_present(arguments, keys)).strip()
+    if not subject:
+        # a listing without a folder lists the working folder
+        return [Touch(LIST, FOLDER, ".", "")] if kind == LIST else []
+    part = _range(arguments) if kind == READ else ""
+    return [Touch(kind, domain, _normal(domain, subject), part)]
+
+
+def _text(value: Any) -> str:
+    """A subject's text: a string, or an argv (a list of strings) as one command."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return " ".join(value)
+    return ""
+
+
+def _each_subject(rule: Rule, arguments: Any) -> list[Touch]:
+    arguments = _as_mapping(arguments)
     found = [(subject, part) for subject, part in _subjects(rule, arguments) if subject.strip()]
     if not found and rule.kind == LIST:
         found = [(".", "")]  # a listing without a folder lists the working folder
     domain = DOMAINS[rule.kind]
-    return [Touch(rule.kind, domain, _normal(domain, subject), part) for subject, part in found]
+    touched = [Touch(rule.kind, domain, _normal(domain, subject), part) for subject, part in found]
+    return list(dict.fromkeys(touched))  # a call may name a file twice
+
+
+def _first_present(arguments: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    for key in keys:  # a loop, not next() over a generator: this runs for every call
+        value = arguments.get(key)
+        if value is not None:
+            return value
+    return None
 
 
 def _subjects(rule: Rule, arguments: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    value = next((arguments[key] for key in rule.keys if arguments.get(key) is not None), None)
+    value = _first_present(arguments, rule.keys)
     whole_range = _range(arguments) if rule.kind == READ else ""
     if rule.kind == PATCH:
         for match in PATCH_FILE.finditer(value if isinstance(value, str) else ""):
             yield (match.group(1) or match.group(2)).strip(), ""
-    elif isinstance(value, str):
-        yield value, whole_range
     elif isinstance(value, list) and rule.many:
         for item in value:
             if isinstance(item, dict):
@@ -181,20 +258,22 @@ def _subjects(rule: Rule, arguments: Mapping[str, Any]) -> Iterator[tuple[str, s
                 yield path or "", _range(item) if rule.kind == READ else ""
             elif isinstance(item, str):
                 yield item, whole_range
-    elif isinstance(value, list) and all(isinstance(item, str) for item in value):
-        yield " ".join(value), whole_range  # an argv: one command
+    else:
+        yield _text(value), whole_range
 
 
 def _as_mapping(arguments: Any) -> Mapping[str, Any]:
     """A call's input as a mapping: OpenAI's arguments are JSON text; a custom tool's (Codex's
     ``apply_patch``) input is plain text, taken as the field ``input``."""
+    if isinstance(arguments, dict):
+        return arguments
     if isinstance(arguments, str):
         try:
             parsed = json.loads(arguments)
         except ValueError:
             return {"input": arguments}
         return parsed if isinstance(parsed, dict) else {"input": arguments}
-    return arguments if isinstance(arguments, dict) else {}
+    return {}
 
 
 def _first_text(arguments: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
@@ -202,12 +281,15 @@ def _first_text(arguments: Mapping[str, Any], keys: tuple[str, ...]) -> str | No
 
 
 def _range(arguments: Mapping[str, Any]) -> str:
+    if _RANGE_KEYS.isdisjoint(arguments):
+        return ""  # most reads: the whole file, told at once
     present = {key: arguments[key] for key in RANGE_KEYS if arguments.get(key) is not None}
     return _canonical(present) if present else ""
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+# json.dumps(value, sort_keys=True, ensure_ascii=False, default=str), without making an encoder
+# for every call (half the time of a read's or a search's touch)
+_canonical = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str).encode
 
 
 def _normal(domain: str, subject: str) -> str:

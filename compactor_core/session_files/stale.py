@@ -18,12 +18,11 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable
-from dataclasses import replace
 from typing import NamedTuple
 
-from ..compaction.staleness import Supersession, calls_of, touched_by
+from ..compaction.staleness import Supersession, calls_of
 from ..conversation.formats import Message
-from ..conversation.tool_rules import DOMAINS, KINDS, Rules, rules_table
+from ..conversation.tool_rules import DOMAINS, KINDS, Rules, touch_table, touches
 from .base import AgentFormat, Record
 from .keys import KeyMap, key
 
@@ -45,7 +44,7 @@ class CallTouches:
 
     def __init__(self, rules: Rules) -> None:
         self.rules = rules
-        self.table = rules_table(rules)
+        self.table = touch_table(rules)
         self._lines = array("i")  # the line of the call each row is a touch of
         self._calls = array("q")  # its key
         self._kinds = array("B")  # its kind's place in KINDS
@@ -58,7 +57,7 @@ class CallTouches:
     def add_calls(self, index: int, message: Message) -> None:
         """The touches of the calls ``message`` (of line ``index``) makes."""
         for call_id, tool, arguments in calls_of(message):
-            touched = touched_by(tool, arguments, self.table)
+            touched = touches(tool, arguments, self.table)
             if not touched:
                 continue
             call = key(call_id)
@@ -106,14 +105,14 @@ def _meeting(domain: str, subject: int) -> int:
 
 def with_subjects(
     found: Superseded,
-    touches: CallTouches,
+    calls: CallTouches,
     agent_format: AgentFormat,
     read: Callable[[int], Record],
 ) -> Superseded:
     """``found`` with the subject each marker shows, from the calls' records, read in order."""
     by_line: dict[int, list[int]] = {}
     for call in found:
-        by_line.setdefault(touches.line(call), []).append(call)
+        by_line.setdefault(calls.line(call), []).append(call)
     filled = {}
     for line in sorted(by_line):
         wanted = set(by_line[line])
@@ -121,6 +120,6 @@ def with_subjects(
             for call_id, tool, arguments in calls_of(message):
                 call = key(call_id)
                 if call in wanted and call not in filled:
-                    shown = touched_by(tool, arguments, touches.table)[0].shown
-                    filled[call] = replace(found[call], subject=shown)
+                    shown = touches(tool, arguments, calls.table)[0].shown
+                    filled[call] = found[call]._replace(subject=shown)
     return filled
