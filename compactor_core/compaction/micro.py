@@ -11,7 +11,7 @@ marker carries the handle of the content it replaced (handles.py).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,9 +30,10 @@ from . import bareagent
 from .estimate import Counter, json_text, message_units
 from .handles import handle
 from .old_images import mark_old_images
-from .staleness import NONE, SUPERSEDED_PREFIX, Staleness, analyse
+from .staleness import NONE, SUPERSEDED_PREFIX, Analysis, Staleness, analyse
 
 MARKER_PREFIX = "[truncated:"
+MARKERS = (MARKER_PREFIX, SUPERSEDED_PREFIX)  # what a result already replaced starts with
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def content_length(content: Any) -> int:
 
 
 def is_marker(content: Any) -> bool:
-    return isinstance(content, str) and content.startswith((MARKER_PREFIX, SUPERSEDED_PREFIX))
+    return isinstance(content, str) and content.startswith(MARKERS)
 
 
 def staleness_of(messages: list[Message], settings: Settings) -> Staleness:
@@ -90,24 +91,42 @@ def micro_compact(
     this is cheap on huge conversations.
     """
     compat = settings.compat
-    turns = (bareagent.tool_result_turns if compat else tool_result_turns)(messages)
+    turns, names, stale = _marked_by(messages, settings)
     keep = settings.keep_recent
     old = len(turns) - keep if keep > 0 else len(turns)
-    stale = staleness_of(messages, settings)
-    takes = [Take(turn) for turn in turns[: max(old, 0)]]
+    # the old turns in one take (not one each: most turns of a long session are old ones)
+    takes = [Take(_indexes(turns[: max(old, 0)]))] if old > 0 else []
     compacted, done = _truncate(
-        messages, takes + duplicates(turns[max(old, 0) :], stale), settings, stale
+        messages, takes + duplicates(turns[max(old, 0) :], stale), settings, stale, names
     )
     if settings.images and not compat:
         return with_old_images(compacted, done, settings)
     return compacted, done
 
 
+def _marked_by(
+    messages: list[Message], settings: Settings
+) -> tuple[list[list[int]], ToolNames | None, Staleness]:
+    """The tool-result turns, each call's tool (None: found when needed) and the stale
+    results: with stale results first, all three from the one walk of the analysis."""
+    if settings.stale_first:
+        analysis = Analysis(settings.tool_rules)
+        analysis.read(messages)
+        return analysis.turns, analysis.names, analysis.staleness()
+    turns = (bareagent.tool_result_turns if settings.compat else tool_result_turns)(messages)
+    return turns, None, NONE
+
+
 def duplicates(turns: list[list[int]], stale: Staleness, before: int | None = None) -> list[Take]:
     """Of these turns (the newest, kept whole), the results a later one repeats (staleness.py):
     stale by the request before ``before``."""
     repeated = stale.duplicates(before)
-    return [Take(turn, None, repeated) for turn in turns] if repeated else []
+    return [Take(_indexes(turns), None, repeated)] if repeated else []
+
+
+def _indexes(turns: list[list[int]]) -> list[int]:
+    """The messages of these turns, in order."""
+    return [index for turn in turns for index in turn]
 
 
 def mark_all_but(
@@ -250,16 +269,15 @@ def _truncate(
         for holder, tool, chars, call_id in results(compacted, take.indexes, names):
             if take.only is not None and call_id not in take.only:
                 continue
-            text = _marker_text(holder.get("content"), tool, chars, call_id, take, stale, settings)
-            if not worth_a_marker(tool, chars, settings, text):
-                continue
-            holder["content"] = text
-            truncated += 1
-            removed += chars - len(text)
+            text = _marker(holder.get("content"), tool, chars, call_id, take, stale, settings)
+            if text is not None:
+                holder["content"] = text
+                truncated += 1
+                removed += chars - len(text)
     return compacted, MicroResult(truncated, removed)
 
 
-def _marker_text(
+def _marker(
     content: Any,
     tool: str,
     chars: int,
@@ -267,11 +285,15 @@ def _marker_text(
     take: Take,
     stale: Staleness,
     settings: Settings,
-) -> str:
-    """The marker of one result: superseded if it was stale when marked, else truncated."""
+) -> str | None:
+    """The marker that replaces one result, or None where the result stays whole
+    (``worth_a_marker``): superseded if it was stale when marked, else truncated."""
+    if tool in settings.exclude_tools or chars < settings.min_chars:
+        return None  # told before a marker (and with --recall, its handle) is made
     recall = handle(content) if settings.recall and not settings.compat else ""
     superseded = stale.of(call_id, take.before)
-    return superseded.marker(recall) if superseded else marker(tool, chars, recall)
+    text = superseded.marker(recall) if superseded else marker(tool, chars, recall)
+    return text if worth_a_marker(tool, chars, settings, text) else None
 
 
 def worth_a_marker(tool: str, chars: int, settings: Settings, text: str | None = None) -> bool:
@@ -307,17 +329,24 @@ def _tool_results(messages: list[Message], turn: list[int], names: Any) -> Itera
     for index in turn:
         message = messages[index]
         if message.get("role") == "tool":
-            holders = [(message, message.get("tool_call_id"))]
+            holders: Iterable[tuple[dict[str, Any], Any]] = (
+                (message, message.get("tool_call_id")),
+            )
         else:
-            holders = [
+            holders = (
                 (block, block.get("tool_use_id"))
                 for block in blocks(message)
-                if is_block(block, "tool_result")
-            ]
+                if isinstance(block, dict) and block.get("type") == "tool_result"
+            )
         for holder, call_id in holders:
             content = holder.get("content")
-            if not is_marker(content):
-                yield holder, names.get(call_id, UNKNOWN_TOOL), content_length(content), call_id
+            if isinstance(content, str):  # most results: told a marker or measured at once
+                if content.startswith(MARKERS):
+                    continue
+                chars = len(content)
+            else:
+                chars = content_length(content)
+            yield holder, names.get(call_id, UNKNOWN_TOOL), chars, call_id
 
 
 def _reference_results(

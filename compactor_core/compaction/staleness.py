@@ -43,7 +43,14 @@ from ..conversation.tool_rules import (
     ToolTouches,
     touch_table,
 )
-from ..conversation.tools import blocks, is_block, result_holders, tool_name
+from ..conversation.tools import (
+    UNKNOWN_TOOL,
+    ToolNames,
+    blocks,
+    is_block,
+    result_holders,
+    tool_name,
+)
 from .estimate import HEURISTIC, Counter, message_units, units_to_tokens
 
 SUPERSEDED_PREFIX = "[superseded:"
@@ -152,15 +159,21 @@ def analyse(messages: list[Message], rules: Rules = ()) -> Staleness:
 
 class Analysis:
     """The analysis of a conversation read so far, message after message: what a conversation
-    that goes on from it needs is kept, so that it can be taken up from a ``copy`` (serve)."""
+    that goes on from it needs is kept, so that it can be taken up from a ``copy`` (serve).
+
+    On its way it finds what micro compaction marks by (``micro.Layout``): the tool-result
+    turns, as ``tools.tool_result_turns``, and each call's tool, as ``tools.tool_names``; so
+    that a conversation is walked once for all three (a walk of a long session's messages
+    costs as much as a third of its analysis)."""
 
     def __init__(self, rules: Rules = ()) -> None:
         self.table = touch_table(rules)
         # call id -> its tool, what a call of it touches (None: nothing), its input
         self.calls: dict[str, tuple[str, ToolTouches | None, Any]] = {}
+        self.names = ToolNames()
+        self.turns: list[list[int]] = []  # the indexes of each tool-result turn's messages
         self.superseding = Superseding()
         self.count = 0  # messages read
-        self.turns = 0  # tool-result turns begun (tools.tool_result_turns)
         self.in_tool_run = False
 
     def read(self, messages: list[Message]) -> None:
@@ -175,6 +188,9 @@ class Analysis:
         """An analysis that goes on from here on its own."""
         copied = copy.copy(self)
         copied.calls = dict(self.calls)
+        copied.names = self.names.copy()
+        copied.turns = [*self.turns[:-1], list(self.turns[-1])] if self.turns else []  # the
+        # last turn may go on; the others are never changed
         copied.superseding = self.superseding.copy()
         return copied
 
@@ -194,9 +210,8 @@ class Analysis:
             elif kind == "tool_result":
                 results.append((block.get("tool_use_id"), block))
         if message.get("tool_calls"):
-            for call_id, name, arguments in _function_calls(message):
-                self._call(call_id, name, arguments)
-        turn = self._turn(tool_message, len(results) > tool_message)
+            self._openai_calls(message)
+        turn = self._turn(index, tool_message, len(results) > tool_message)
         for call_id, holder in results:
             call = self.calls.get(call_id) if isinstance(call_id, str) else None
             if call is not None and call[1] is not None:
@@ -205,7 +220,21 @@ class Analysis:
     def _call(self, call_id: str, tool: str, arguments: Any) -> None:
         """A call, kept for its result: what a call of its tool touches is looked up once
         here (the last call of an id wins)."""
+        self.names.name(call_id, tool)
         self.calls[call_id] = (tool, self.table.get(tool), arguments)
+
+    def _openai_calls(self, message: Message) -> None:
+        """The message's calls in OpenAI's style (``tool_calls``); one without a function is
+        named all the same (``tools.tool_names``), but has no input to touch anything by."""
+        for call in message["tool_calls"]:
+            call_id = call.get("id") if isinstance(call, dict) else None
+            if not isinstance(call_id, str):
+                continue
+            function = call.get("function")
+            if isinstance(function, dict):
+                self._call(call_id, tool_name(function.get("name")), function.get("arguments"))
+            else:
+                self.names.name(call_id, UNKNOWN_TOOL)
 
     def _answer(
         self,
@@ -222,20 +251,22 @@ class Analysis:
             answer = Answer(call_id, tool, touched, turn, index, error, touched[0].shown)
             self.superseding.add(answer)
 
-    def _turn(self, tool_message: bool, result_blocks: bool) -> int:
+    def _turn(self, index: int, tool_message: bool, result_blocks: bool) -> int:
         """The position of the message's tool-result turn (0 if it is none), as
         ``tools.tool_result_turns`` numbers them: a run of tool messages is one turn, and so
         is a message with result blocks."""
         if tool_message:
-            if not self.in_tool_run:
-                self.turns += 1
+            if self.in_tool_run:
+                self.turns[-1].append(index)
+            else:
+                self.turns.append([index])
             self.in_tool_run = True
-            return self.turns - 1
+            return len(self.turns) - 1
         self.in_tool_run = False
         if not result_blocks:
             return 0
-        self.turns += 1
-        return self.turns - 1
+        self.turns.append([index])
+        return len(self.turns) - 1
 
 
 class Superseding:

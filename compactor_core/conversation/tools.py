@@ -73,16 +73,21 @@ class ToolNames(dict[str, str]):
 
     def name(self, call_id: str, name: str) -> None:
         """Record the call's tool; the last one wins."""
-        if super().get(call_id, name) != name:
+        if dict.get(self, call_id, name) != name:  # not super(): this runs for every call
             self.renamed = True
         self[call_id] = name
+
+    def copy(self) -> ToolNames:  # type: ignore[override]
+        """One that goes on from here on its own."""
+        copied = ToolNames(self)
+        copied.renamed = self.renamed
+        return copied
 
 
 def tool_names(messages: list[Message], before: ToolNames | None = None) -> ToolNames:
     """Map each tool call id to its tool's name; a repeated id: the last one wins. ``before``:
     the names of the messages before these, gone on from (in a new map)."""
-    names = ToolNames(before or {})
-    names.renamed = before is not None and before.renamed
+    names = before.copy() if before is not None else ToolNames()
     for message in messages:  # tool_calls' walk, without a generator for each message
         for block in blocks(message):
             if isinstance(block, dict) and block.get("type") == "tool_use":
