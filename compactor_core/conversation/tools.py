@@ -68,12 +68,13 @@ class ToolNames(dict[str, str]):
     # answers, so what was found of a prefix of the conversation may not hold for all of it
     renamed = False
 
+    # dict.get, not super().get, here and in ``name``: these run for every call and result
     def get(self, call_id: Any, default: Any = None) -> Any:  # type: ignore[override]
-        return super().get(call_id, default) if isinstance(call_id, str) else default
+        return dict.get(self, call_id, default) if isinstance(call_id, str) else default
 
     def name(self, call_id: str, name: str) -> None:
         """Record the call's tool; the last one wins."""
-        if dict.get(self, call_id, name) != name:  # not super(): this runs for every call
+        if dict.get(self, call_id, name) != name:
             self.renamed = True
         self[call_id] = name
 
