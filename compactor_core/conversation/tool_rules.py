@@ -19,6 +19,7 @@ import posixpath
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, NamedTuple
 
 READ, WRITE, PATCH, LIST, RUN, SEARCH, NONE = (
@@ -189,13 +190,17 @@ def _rule_touches(tool: str, rule: Rule) -> ToolTouches:
     """What a call touched by this rule: a search its whole input, a patch the files it names,
     any other kind the subject of its first field present (or each of a list's, ``many``)."""
     if rule.kind not in DOMAINS:
-        return lambda arguments: []
+        return _nothing
+    # partial, not a lambda: one Python call less for every call of the tool
     if rule.kind == SEARCH:
-        return lambda arguments: _searched(tool, rule.keys, arguments)
+        return partial(_searched, tool, rule.keys)
     if rule.kind == PATCH or rule.many:
-        return lambda arguments: _each_subject(rule, arguments)
-    domain = DOMAINS[rule.kind]
-    return lambda arguments: _one_subject(rule.kind, domain, rule.keys, arguments)
+        return partial(_each_subject, rule)
+    return partial(_one_subject, rule.kind, DOMAINS[rule.kind], rule.keys)
+
+
+def _nothing(arguments: Any) -> list[Touch]:
+    return []
 
 
 def _searched(tool: str, keys: tuple[str, ...], arguments: Any) -> list[Touch]:
