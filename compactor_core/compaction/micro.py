@@ -263,10 +263,7 @@ def _truncate(
         names = (bareagent.tool_names if compat else tool_names)(messages)
     truncated = removed = 0
     for take in takes:
-        for index in take.indexes:
-            if compacted[index] is messages[index]:
-                compacted[index] = _copy_results(messages[index])
-        for holder, tool, chars, call_id in results(compacted, take.indexes, names):
+        for holder, tool, chars, call_id in results(compacted, messages, take.indexes, names):
             if take.only is not None and call_id not in take.only:
                 continue
             text = _marker(holder.get("content"), tool, chars, call_id, take, stale, settings)
@@ -324,10 +321,23 @@ def _copy_results(message: Message) -> Message:
 ToolResult = tuple[dict[str, Any], str, int, Any]
 
 
-def _tool_results(messages: list[Message], turn: list[int], names: Any) -> Iterator[ToolResult]:
-    """Each tool result of this turn not yet truncated (SPEC §2)."""
+def _own(compacted: list[Message], messages: list[Message], index: int) -> Message:
+    """The message at ``index`` of ``compacted``, a copy of ``messages``' that its results can
+    be rewritten in: copied here, just before its results are read, while it is still in the
+    processor's cache (copying all of a long session's old messages first, then reading them
+    again, costs a tenth more)."""
+    message = compacted[index]
+    if message is messages[index]:
+        message = compacted[index] = _copy_results(message)
+    return message
+
+
+def _tool_results(
+    compacted: list[Message], messages: list[Message], turn: list[int], names: Any
+) -> Iterator[ToolResult]:
+    """Each tool result of this turn not yet truncated (SPEC §2), in its message's copy."""
     for index in turn:
-        message = messages[index]
+        message = _own(compacted, messages, index)
         if message.get("role") == "tool":
             holders: Iterable[tuple[dict[str, Any], Any]] = (
                 (message, message.get("tool_call_id")),
@@ -350,11 +360,11 @@ def _tool_results(messages: list[Message], turn: list[int], names: Any) -> Itera
 
 
 def _reference_results(
-    messages: list[Message], turn: list[int], names: dict[str, str]
+    compacted: list[Message], messages: list[Message], turn: list[int], names: dict[str, str]
 ) -> Iterator[ToolResult]:
     """The same, by the reference's rules: a missing content is "", ``null`` is "null"."""
     for index in turn:
-        for block in bareagent.tool_results(messages[index]):
+        for block in bareagent.tool_results(_own(compacted, messages, index)):
             text = bareagent.stringify(block.get("content", ""))
             if not text.startswith(MARKER_PREFIX):
                 yield block, bareagent.result_tool(block, names), len(text), None
