@@ -406,7 +406,9 @@ def test_micro_changes_nothing_but_tool_result_contents(data: st.DataObject) -> 
     messages = data.draw(conversations())
     keep_recent = data.draw(st.integers(-2, 6))
     before = copy.deepcopy(messages)
-    micro_in_place(messages, keep_recent=keep_recent)
+    # SPEC §2's markers exactly: the helper knows no superseded marker (a drawn "bash" call run
+    # again would get one)
+    micro_in_place(messages, keep_recent=keep_recent, stale=False)
     assert_only_tool_results_changed(before, messages)
     systems = [m for m in messages if m.get("role") == "system"]
     assert systems == [m for m in before if m.get("role") == "system"]
