@@ -47,11 +47,11 @@ class MicroResult:
 
 @dataclass(frozen=True)
 class Take:
-    """The results of one tool-result turn that get a marker: all of them, or those of ``only``
-    (call ids); ``before``: the request (a history length) they are marked at, whose staleness
-    their markers show (None: the whole conversation's)."""
+    """The results of some tool-result turns that get a marker: all of them, or those of
+    ``only`` (call ids); ``before``: the request (a history length) they are marked at, whose
+    staleness their markers show (None: the whole conversation's)."""
 
-    indexes: list[int]
+    indexes: list[int]  # the turns' messages, in order
     before: int | None = None
     only: Collection[str] | None = None
 

@@ -189,8 +189,8 @@ class Analysis:
         copied = copy.copy(self)
         copied.calls = dict(self.calls)
         copied.names = self.names.copy()
-        copied.turns = [*self.turns[:-1], list(self.turns[-1])] if self.turns else []  # the
-        # last turn may go on; the others are never changed
+        # the last turn may go on (a run of tool messages); the others are never changed
+        copied.turns = [*self.turns[:-1], list(self.turns[-1])] if self.turns else []
         copied.superseding = self.superseding.copy()
         return copied
 

@@ -38,7 +38,7 @@ DOMAINS = {READ: FILE, WRITE: FILE, PATCH: FILE, LIST: FOLDER, RUN: COMMAND, SEA
 
 SHOWN = 40  # characters of a subject a marker shows (a marker costs what it says)
 RANGE_KEYS = ("offset", "limit", "start_line", "end_line", "view_range", "line_range", "lines")
-_RANGE_KEYS = frozenset(RANGE_KEYS)
+_RANGE_KEYS = frozenset(RANGE_KEYS)  # told at once that a read names no range
 ITEM_PATH_KEYS = ("path", "file_path", "absolute_path", "filePath")
 PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.M)
 
