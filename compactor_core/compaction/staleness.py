@@ -211,7 +211,10 @@ class Analysis:
                 results.append((block.get("tool_use_id"), block))
         if message.get("tool_calls"):
             self._openai_calls(message)
-        turn = self._turn(index, tool_message, len(results) > tool_message)
+        if not results:  # no tool message, no result blocks: no tool-result turn
+            self.in_tool_run = False
+            return
+        turn = self._turn(index, tool_message)
         for call_id, holder in results:
             call = self.calls.get(call_id) if isinstance(call_id, str) else None
             if call is not None and call[1] is not None:
@@ -251,21 +254,15 @@ class Analysis:
             answer = Answer(call_id, tool, touched, turn, index, error, touched[0].shown)
             self.superseding.add(answer)
 
-    def _turn(self, index: int, tool_message: bool, result_blocks: bool) -> int:
-        """The position of the message's tool-result turn (0 if it is none), as
+    def _turn(self, index: int, tool_message: bool) -> int:
+        """The position of the tool-result turn of a message that holds results, as
         ``tools.tool_result_turns`` numbers them: a run of tool messages is one turn, and so
         is a message with result blocks."""
-        if tool_message:
-            if self.in_tool_run:
-                self.turns[-1].append(index)
-            else:
-                self.turns.append([index])
-            self.in_tool_run = True
-            return len(self.turns) - 1
-        self.in_tool_run = False
-        if not result_blocks:
-            return 0
-        self.turns.append([index])
+        if tool_message and self.in_tool_run:
+            self.turns[-1].append(index)
+        else:
+            self.turns.append([index])
+        self.in_tool_run = tool_message
         return len(self.turns) - 1
 
 
