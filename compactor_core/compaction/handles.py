@@ -8,7 +8,6 @@ a shorter prefix the model copies is looked up too, as long as it names one orig
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Any
 
@@ -29,6 +28,8 @@ def content_text(content: Any) -> str:
 
 def digest(content: Any) -> str:
     """The whole SHA-256 of the content's text: the name the store keeps it under."""
+    import hashlib  # here: 5 ms of start-up, and only --recall asks
+
     return hashlib.sha256(content_text(content).encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -20,16 +20,13 @@ holds that; in place, an unchanged file is not touched at all.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..compaction.outcome import Outcome, Report
 from ..compaction.pipeline import Subject
-from ..disk.atomic import NEW_FILE_MODE, atomic_write_chunks
 from ..errors import OutputError, UsageError
 from ..release import release
 from ..settings import RunSettings
@@ -38,6 +35,8 @@ from .sources import Source
 from .written import NOTHING_WRITTEN, SETTINGS, SOURCE, TOKENS, Written, record
 
 if TYPE_CHECKING:
+    from pathlib import Path  # in annotations only: pathlib takes 4 ms to import
+
     from ..providers.catalog import ProviderSettings
 
 
@@ -100,6 +99,9 @@ class ToFile(_Elsewhere):
     def write(
         self, document: Document, subject: Subject, outcome: Outcome, run: RunSettings, sync: bool
     ) -> Written:
+        # here: the atomic writes' module (pathlib, hashlib: 8 ms of start-up) is only for a file
+        from ..disk.atomic import NEW_FILE_MODE, atomic_write_chunks
+
         if not self.mirror:
             chunks = subject.result_chunks(run.pretty)
             return Written(str(atomic_write_chunks(self.path, chunks, sync_directory=sync)))
@@ -218,5 +220,7 @@ def settings_key(run: RunSettings, provider: ProviderSettings) -> str:
     """What decides the bytes of a result: ctxpack's version, the job, the layout, the provider
     (never its key)."""
     who = (provider.name, provider.model, provider.base_url, provider.command)
+    import hashlib  # here: hashlib takes 5 ms to import, and a filter to stdout needs no key
+
     text = repr((release(), run.command, run.settings, run.pretty, who))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
