@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from compactor_core import defaults
+from compactor_core import run_request
 from compactor_core.compaction.outcome import Report
-from compactor_core.conversation.formats import dumps
 from compactor_core.ends.destinations import Destination, ToFile, ToObject, ToStream
 from compactor_core.ends.urls import is_url
 from compactor_core.process import Target, process
@@ -31,7 +30,7 @@ from . import io, report, resolve
 from .exit_codes import ExitStatus, combined, for_each_input, status_for, warn
 
 if TYPE_CHECKING:
-    from compactor_core.providers.catalog import ProviderSettings
+    from compactor_core.batch.engines import Engine
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,6 @@ class Output:
     output_dir: str | None = None
     stats: bool = False
     strict: bool = False
-    session_id: str = "default"  # what snapshots of standard input and single files are under
     recursive: bool = False
     globs: tuple[str, ...] = ()
     dry_run: bool = False
@@ -52,7 +50,7 @@ class Output:
     json_report: bool = False
 
     @classmethod
-    def from_options(cls, options: dict[str, Any], session_id: str) -> Output:
+    def from_options(cls, options: dict[str, Any]) -> Output:
         return cls(
             output=options["output"],
             in_place=options["in_place"],
@@ -60,7 +58,6 @@ class Output:
             output_dir=options["output_dir"],
             stats=options["stats"],
             strict=options.get("strict", False),
-            session_id=_checked(session_id),
             recursive=options["recursive"],
             globs=tuple(options["globs"]),
             dry_run=options["dry_run"],
@@ -73,45 +70,44 @@ class Output:
         return self.in_place or self.output_dir is not None
 
 
-def _checked(session_id: str) -> str:
-    if session_id == defaults.SESSION_ID:  # the default is valid: no need to load the rules
-        return session_id
-    from compactor_core.snapshots.base import check_session_id
-
-    return check_session_id(session_id)
-
-
 def compact(command: Command, files: tuple[str, ...], options: dict[str, Any]) -> None:
     """micro, full or auto: every option resolved once, then the core does each input."""
     resolver = resolve.resolver(options)
     summarizing = command != "micro"
     settings = resolve.settings(options, resolver, summarizing)
-    out = Output.from_options(options, resolver.get("session_id"))
+    out = Output.from_options(options)
     keeps = summarizing or out.is_batch  # only a summary or a rewrite ever saves a snapshot
-    snapshot_dir = None
-    if keeps and not options["no_snapshot"]:
-        snapshot_dir = resolver.snapshot_dir(options["compat"] == "bareagent")
-    run = run_settings(RunSettings(command, settings), options, snapshot_dir)
-    provider = resolver.provider() if summarizing else None
-    compact_inputs(files, run, out, provider, options)
+    told = run_settings(RunSettings(command, settings), options)
+    request = run_request_of(resolver, told, keeps and not options["no_snapshot"])
+    compact_inputs(files, request, out, options)
 
 
-def run_settings(
-    told: RunSettings, options: dict[str, Any], snapshot_dir: str | None
-) -> RunSettings:
-    """The core's settings of the run: what ``told`` (its command and settings) and the shared
-    options say."""
-    snapshots = None
-    if snapshot_dir is not None:
-        from compactor_core.ends.object_store import snapshot_store
+def run_request_of(
+    resolver: resolve.Resolver, told: RunSettings, keeps_snapshots: bool
+) -> run_request.RunRequest:
+    """What the core resolves a run told ``told`` from (``run_request.resolve``): the settings
+    it builds its stores, its tool rules and its provider from, and the environment's part."""
+    environ = resolver.environ
+    return run_request.RunRequest(
+        told,
+        session_id=resolver.get("session_id"),
+        tools=resolver.config.get(resolve.TOOLS_TABLE),
+        config_path=resolver.config_path,
+        keeps_snapshots=keeps_snapshots,
+        snapshot_dir=resolver.get("snapshot_dir"),
+        state_home=environ.get("XDG_STATE_HOME"),
+        home=environ.get("HOME"),
+        provider=resolver.provider() if told.may_summarize else None,
+    )
 
-        snapshots = snapshot_store(snapshot_dir)
+
+def run_settings(told: RunSettings, options: dict[str, Any]) -> RunSettings:
+    """What the run is told (its command and settings) and what the shared options say (the
+    core adds the stores: ``run_request.resolve``)."""
     return replace(
         told,
-        originals=resolve.originals_store() if told.settings.recall else None,
         pretty=options["pretty"],
         backup_suffix=options["backup"],
-        snapshots=snapshots,
         dry_run=options["dry_run"],
         format=options["format_name"],
         min_idle=options["min_idle"],
@@ -121,22 +117,18 @@ def run_settings(
 
 
 def compact_inputs(
-    files: tuple[str, ...],
-    run: RunSettings,
-    out: Output,
-    provider: ProviderSettings | None,
-    options: dict[str, Any],
+    files: tuple[str, ...], request: run_request.RunRequest, out: Output, options: dict[str, Any]
 ) -> None:
-    """Do the run over every input; a failed input is reported and the rest go on.
-
-    ``provider`` is None for micro, which never summarizes."""
+    """Do the run over every input; a failed input is reported and the rest go on."""
     names = io.input_names(files)
     _check(names, out)
     io.set_directory_hint(_directory_hint(out))
-    if out.is_batch:
-        _batch(names, run, out, provider, engine_of(options))
+    engine = engine_of(options) if out.is_batch else None
+    resolved = run_request.resolve(request)
+    if engine is not None:
+        _batch(names, resolved, out, engine)
     else:
-        _stream(names, run, out, provider)
+        _stream(names, resolved, out)
 
 
 def _check(names: tuple[str, ...], out: Output) -> None:
@@ -165,24 +157,19 @@ def _directory_hint(out: Output) -> str:
 # --- one input after the other, to stdout or -o --------------------------------------------------
 
 
-def _stream(
-    names: tuple[str, ...],
-    run: RunSettings,
-    out: Output,
-    provider_settings: ProviderSettings | None,
-) -> None:
-    run = replace(run, measure=out.stats)
+def _stream(names: tuple[str, ...], resolved: run_request.ResolvedRun, out: Output) -> None:
+    run = replace(resolved.run, measure=out.stats)
     io.one_pass()
+    destination = _stream_destination(out.output)
+    copies = _CopyNote(run)
     provider = None
-    if provider_settings is not None and run.needs_provider:
+    if resolved.provider is not None and run.needs_provider:
         from compactor_core.providers.registry import build_provider
 
-        provider = build_provider(provider_settings)
-
-    copies = _CopyNote(run)
+        provider = build_provider(resolved.provider)
 
     def one(name: str) -> list[ExitStatus]:
-        target = Target(io.source_of(name), _stream_destination(out.output), out.session_id)
+        target = Target(io.source_of(name), destination, resolved.session_id)
         done = process(target, run, provider)
         if done.error is not None:
             raise done.error
@@ -213,17 +200,13 @@ def _threshold(run: RunSettings) -> int:
 
 
 def _batch(
-    names: tuple[str, ...],
-    run: RunSettings,
-    out: Output,
-    provider: ProviderSettings | None,
-    engine: Any,
+    names: tuple[str, ...], resolved: run_request.ResolvedRun, out: Output, engine: Engine
 ) -> None:
     from compactor_core.batch.start import start_batch  # the engines: only for a batch
 
-    run = replace(run, measure=out.stats or out.json_report or out.dry_run)
+    run = replace(resolved.run, measure=out.stats or out.json_report or out.dry_run)
     listing = {"recursive": out.recursive, "globs": out.globs, "output_dir": out.output_dir}
-    batch = start_batch(names, run, provider, engine, **listing)
+    batch = start_batch(names, run, resolved.provider, engine, **listing)
     stop = threading.Event()  # --fail-fast: start nothing more, report what is in progress
     reports = report.with_progress(batch.reports(stop), batch.total)
     _report(reports, batch.total, run, out, stop)
@@ -267,9 +250,11 @@ def _report(
     if total > 1 or out.stats or out.dry_run:
         stopped = " (stopped: the rest not started)" if listed and stop.is_set() else ""
         io.warn(report.summary_line(done, total, out.dry_run) + stopped)
+    status = combined(failures)
     if out.json_report:
-        io.write_stdout(dumps(report.json_report(done, total, out.dry_run)) + b"\n")
-    _exit_for(failures)
+        report.write_json(done, total, out.dry_run)
+    if failures:
+        sys.exit(status)
 
 
 class _CopyNote:
@@ -288,7 +273,7 @@ class _CopyNote:
             )
 
 
-def engine_of(options: dict[str, Any]) -> Any:
+def engine_of(options: dict[str, Any]) -> Engine:
     """Where a batch runs, from ``--engine``, ``--scheduler``, ``-j`` and ``--max-concurrency``."""
     from compactor_core.batch.engines import Engine
 
