@@ -67,6 +67,6 @@ def rescue(files: tuple[str, ...], window: int, **given: Any) -> None:
     }
     resolver = resolve.resolver(given)
     settings = resolve.settings(given, resolver, summarizing=True)
-    told = run_settings(RunSettings("rescue", settings, measure=True), given)
-    request = run_request_of(resolver, told, keeps_snapshots=not given["no_snapshot"])
-    compact_inputs(files, request, Output.from_options(given), given)
+    out = Output.from_options(given)
+    told = run_settings(RunSettings("rescue", settings), given, out)
+    compact_inputs(files, run_request_of(resolver, told, given, out), out, given)

@@ -23,7 +23,6 @@ from compactor_core import run_request
 from compactor_core.compaction.outcome import Report
 from compactor_core.ends.destinations import Destination, ToFile, ToObject, ToStream
 from compactor_core.ends.urls import is_url
-from compactor_core.process import Target, process
 from compactor_core.settings import Command, RunSettings
 
 from . import io, report, resolve
@@ -69,6 +68,12 @@ class Output:
     def is_batch(self) -> bool:
         return self.in_place or self.output_dir is not None
 
+    @property
+    def measures(self) -> bool:
+        """Whether the tokens before and after are counted: for ``--stats``, and for a batch's
+        summary line, ``--json`` and dry run."""
+        return self.stats or (self.is_batch and (self.json_report or self.dry_run))
+
 
 def compact(command: Command, files: tuple[str, ...], options: dict[str, Any]) -> None:
     """micro, full or auto: every option resolved once, then the core does each input."""
@@ -76,36 +81,38 @@ def compact(command: Command, files: tuple[str, ...], options: dict[str, Any]) -
     summarizing = command != "micro"
     settings = resolve.settings(options, resolver, summarizing)
     out = Output.from_options(options)
-    keeps = summarizing or out.is_batch  # only a summary or a rewrite ever saves a snapshot
-    told = run_settings(RunSettings(command, settings), options)
-    request = run_request_of(resolver, told, keeps and not options["no_snapshot"])
-    compact_inputs(files, request, out, options)
+    told = run_settings(RunSettings(command, settings), options, out)
+    compact_inputs(files, run_request_of(resolver, told, options, out), out, options)
 
 
 def run_request_of(
-    resolver: resolve.Resolver, told: RunSettings, keeps_snapshots: bool
+    resolver: resolve.Resolver, told: RunSettings, options: dict[str, Any], out: Output
 ) -> run_request.RunRequest:
     """What the core resolves a run told ``told`` from (``run_request.resolve``): the settings
-    it builds its stores, its tool rules and its provider from, and the environment's part."""
+    it builds its stores, its tool rules and its provider from, and the environment's part. A
+    batch is done by workers, which build their own provider; the other runs here."""
     environ = resolver.environ
+    keeps = told.may_summarize or out.is_batch  # only a summary or a rewrite saves a snapshot
     return run_request.RunRequest(
         told,
         session_id=resolver.get("session_id"),
         tools=resolver.config.get(resolve.TOOLS_TABLE),
         config_path=resolver.config_path,
-        keeps_snapshots=keeps_snapshots,
+        keeps_snapshots=keeps and not options["no_snapshot"],
         snapshot_dir=resolver.get("snapshot_dir"),
         state_home=environ.get("XDG_STATE_HOME"),
         home=environ.get("HOME"),
         provider=resolver.provider() if told.may_summarize else None,
+        here=not out.is_batch,
     )
 
 
-def run_settings(told: RunSettings, options: dict[str, Any]) -> RunSettings:
+def run_settings(told: RunSettings, options: dict[str, Any], out: Output) -> RunSettings:
     """What the run is told (its command and settings) and what the shared options say (the
     core adds the stores: ``run_request.resolve``)."""
     return replace(
         told,
+        measure=out.measures,
         pretty=options["pretty"],
         backup_suffix=options["backup"],
         dry_run=options["dry_run"],
@@ -158,19 +165,13 @@ def _directory_hint(out: Output) -> str:
 
 
 def _stream(names: tuple[str, ...], resolved: run_request.ResolvedRun, out: Output) -> None:
-    run = replace(resolved.run, measure=out.stats)
+    run = resolved.run
     io.one_pass()
     destination = _stream_destination(out.output)
     copies = _CopyNote(run)
-    provider = None
-    if resolved.provider is not None and run.needs_provider:
-        from compactor_core.providers.registry import build_provider
-
-        provider = build_provider(resolved.provider)
 
     def one(name: str) -> list[ExitStatus]:
-        target = Target(io.source_of(name), destination, resolved.session_id)
-        done = process(target, run, provider)
+        done = resolved.process(io.source_of(name), destination)
         if done.error is not None:
             raise done.error
         statuses = report.warnings_of(done, run.command, _threshold(run), out.strict)
@@ -204,7 +205,7 @@ def _batch(
 ) -> None:
     from compactor_core.batch.start import start_batch  # the engines: only for a batch
 
-    run = replace(resolved.run, measure=out.stats or out.json_report or out.dry_run)
+    run = resolved.run
     listing = {"recursive": out.recursive, "globs": out.globs, "output_dir": out.output_dir}
     batch = start_batch(names, run, resolved.provider, engine, **listing)
     stop = threading.Event()  # --fail-fast: start nothing more, report what is in progress

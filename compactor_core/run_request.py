@@ -5,7 +5,8 @@ core plain values: a ``RunRequest``. ``resolve`` checks them and builds what the
 any input is read: the store of recall's originals, the snapshot store (the folder or URL named,
 else the user's, from ``XDG_STATE_HOME`` and ``HOME`` as given), the provider's settings (its
 key and base URL from the environment given), the snapshots' session id and the config file's
-``[tools]`` rules. The core never reads the environment itself: the front end passes it in.
+``[tools]`` rules; for a run done in this process, the provider itself, built once. The core
+never reads the environment itself: the front end passes it in.
 """
 
 from __future__ import annotations
@@ -14,10 +15,15 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from . import defaults
+from .compaction.outcome import Report
+from .ends.destinations import Destination
+from .ends.sources import Source
 from .errors import ConfigError
+from .process import Target, process
 from .settings import RunSettings
 
 if TYPE_CHECKING:
+    from .providers.base import Summarizer
     from .providers.catalog import ProviderRequest, ProviderSettings
 
 TOOLS_TABLE = "[tools]"  # how an error names the config file's table of tool rules
@@ -37,15 +43,22 @@ class RunRequest:
     state_home: str | None = None  # XDG_STATE_HOME, as the environment has it
     home: str | None = None  # HOME, as the environment has it
     provider: ProviderRequest | None = None  # None: a run that asks no provider (micro)
+    here: bool = False  # its inputs are done in this process (not by a batch's workers)
 
 
 @dataclass(frozen=True)
 class ResolvedRun:
-    """A run's settings whole, every value checked."""
+    """A run's settings whole, every value checked; ``process`` does one of its inputs here."""
 
     run: RunSettings
     session_id: str = defaults.SESSION_ID
-    provider: ProviderSettings | None = None
+    provider: ProviderSettings | None = None  # what a batch's workers build theirs from
+    summarizer: Summarizer | None = None  # the provider, built once for a run done here
+
+    def process(self, source: Source, destination: Destination) -> Report:
+        """One input of the run, done in this process, its result written to ``destination``;
+        its failure is part of its report."""
+        return process(Target(source, destination, self.session_id), self.run, self.summarizer)
 
 
 def resolve(request: RunRequest) -> ResolvedRun:
@@ -54,7 +67,7 @@ def resolve(request: RunRequest) -> ResolvedRun:
 
     Only what the run needs is loaded (a run of ``micro`` to standard output loads none of it)."""
     told, settings = request.run, request.run.settings
-    originals = snapshots = provider = None
+    originals = snapshots = provider = summarizer = None
     if settings.recall:
         from .recall.store import user_originals
 
@@ -67,6 +80,10 @@ def resolve(request: RunRequest) -> ResolvedRun:
         snapshots = snapshot_store(snapshot_location(*where))
     if request.provider is not None:
         provider = request.provider.settings()
+        if request.here and told.needs_provider:  # a batch's workers build their own
+            from .providers.registry import build_provider
+
+            summarizer = build_provider(provider)
     session_id = request.session_id
     if session_id != defaults.SESSION_ID:  # the default is valid: no need to load the rules
         from .snapshots.base import check_session_id
@@ -80,4 +97,4 @@ def resolve(request: RunRequest) -> ResolvedRun:
         except ValueError as error:
             raise ConfigError(f"{request.config_path}: {error}") from None
     run = replace(told, settings=settings, originals=originals, snapshots=snapshots)
-    return ResolvedRun(run, session_id, provider)
+    return ResolvedRun(run, session_id, provider, summarizer)
