@@ -14,15 +14,8 @@ from pathlib import Path
 import pytest
 from agents.checks import assert_same_conversation
 from agents.conversation import Conversation
-from agents.e2e import (
-    TRANSFORMS,
-    Unchanged,
-    check_restore,
-    check_transform,
-    check_unchanged,
-    resume_unchanged,
-)
 from agents.resume import resume
+from agents.resume_tests import *  # noqa: F403
 from agents.sessions import ORIGINALS, Session, Workload, make_claude_session, original_session
 from helpers import run
 
@@ -36,34 +29,6 @@ def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     if request.param == "generated":
         return make_claude_session(root, Workload())
     return original_session(root, request.param)
-
-
-@pytest.fixture(scope="module")
-def unchanged(session: Session, tmp_path_factory: pytest.TempPathFactory) -> Unchanged:
-    return resume_unchanged(session, tmp_path_factory.mktemp("baseline"))
-
-
-@pytest.fixture(scope="module")
-def baseline(unchanged: Unchanged) -> Conversation:
-    """What the agent sends when it resumes the session unchanged."""
-    return unchanged.sent
-
-
-def test_resumes_an_unchanged_session_sending_what_the_file_holds(unchanged: Unchanged) -> None:
-    check_unchanged(unchanged)
-
-
-@pytest.mark.parametrize("transform", TRANSFORMS)
-def test_resumes_after_the_transform_sending_less(
-    session: Session, baseline: Conversation, transform: str, tmp_path: Path
-) -> None:
-    check_transform(session, baseline, transform, tmp_path)
-
-
-def test_resumes_after_micro_and_restore_as_before(
-    session: Session, baseline: Conversation, tmp_path: Path
-) -> None:
-    check_restore(session, baseline, tmp_path)
 
 
 def test_a_gap_where_the_resume_does_not_look_is_a_note(

@@ -12,16 +12,9 @@ from pathlib import Path
 
 import pytest
 from agents.conversation import Conversation
-from agents.e2e import (
-    IN_PLACE,
-    TRANSFORMS,
-    Unchanged,
-    check_restore,
-    check_transform,
-    check_unchanged,
-    resume_unchanged,
-)
+from agents.e2e import IN_PLACE, TRANSFORMS
 from agents.resume import resume
+from agents.resume_tests import *  # noqa: F403
 from agents.sessions import Session, Workload, make_codex_session
 from helpers import run
 
@@ -31,34 +24,6 @@ from compactor_core.conversation.boilerplate import CODEX_SUMMARY_INTRO
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> Session:
     return make_codex_session(tmp_path_factory.mktemp("codex-generated"), Workload())
-
-
-@pytest.fixture(scope="module")
-def unchanged(session: Session, tmp_path_factory: pytest.TempPathFactory) -> Unchanged:
-    return resume_unchanged(session, tmp_path_factory.mktemp("baseline"))
-
-
-@pytest.fixture(scope="module")
-def baseline(unchanged: Unchanged) -> Conversation:
-    """What the agent sends when it resumes the session unchanged."""
-    return unchanged.sent
-
-
-def test_resumes_an_unchanged_rollout_sending_what_the_file_holds(unchanged: Unchanged) -> None:
-    check_unchanged(unchanged)
-
-
-@pytest.mark.parametrize("transform", TRANSFORMS)
-def test_resumes_after_the_transform_sending_less(
-    session: Session, baseline: Conversation, transform: str, tmp_path: Path
-) -> None:
-    check_transform(session, baseline, transform, tmp_path)
-
-
-def test_resumes_after_micro_and_restore_as_before(
-    session: Session, baseline: Conversation, tmp_path: Path
-) -> None:
-    check_restore(session, baseline, tmp_path)
 
 
 @pytest.fixture(scope="module")

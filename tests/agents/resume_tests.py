@@ -6,6 +6,9 @@ agent writes its session once, and the unchanged resume serves every comparison.
 
     AGENT = "pi"
     from agents.resume_tests import *  # noqa: F403
+
+A module whose sessions are made otherwise (Claude Code's and Codex's own workloads, the corpus's
+sessions) defines its own ``session`` fixture after the import instead of ``AGENT``.
 """
 
 from __future__ import annotations
