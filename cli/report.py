@@ -10,6 +10,7 @@ import click
 
 from compactor_core.compaction.outcome import Report
 from compactor_core.compaction.status import Status
+from compactor_core.conversation.formats import dumps
 from compactor_core.errors import SessionInUse
 
 from . import io
@@ -123,7 +124,13 @@ def _some(labels: list[str], most: int = 5) -> str:
     return shown if len(labels) <= most else f"{shown} and {len(labels) - most} more"
 
 
-def json_report(done: list[Report], total: int, dry_run: bool) -> dict[str, Any]:
+def write_json(done: list[Report], total: int, dry_run: bool) -> None:
+    """``--json``: the run's report on stdout, one JSON object."""
+    table = _json_report(done, total, dry_run)
+    io.write_stdout(dumps(table) + b"\n")
+
+
+def _json_report(done: list[Report], total: int, dry_run: bool) -> dict[str, Any]:
     return {
         "files": total,
         "done": len(done),

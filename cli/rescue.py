@@ -16,7 +16,7 @@ from compactor_core import defaults
 from compactor_core.settings import RunSettings
 
 from . import options, resolve
-from .run import Output, compact_inputs, run_settings
+from .run import Output, compact_inputs, run_request_of, run_settings
 
 
 @click.command(
@@ -67,7 +67,6 @@ def rescue(files: tuple[str, ...], window: int, **given: Any) -> None:
     }
     resolver = resolve.resolver(given)
     settings = resolve.settings(given, resolver, summarizing=True)
-    out = Output.from_options(given, resolver.get("session_id"))
-    snapshot_dir = None if given["no_snapshot"] else resolver.snapshot_dir()
-    run = run_settings(RunSettings("rescue", settings, measure=True), given, snapshot_dir)
-    compact_inputs(files, run, out, resolver.provider(), given)
+    out = Output.from_options(given)
+    told = run_settings(RunSettings("rescue", settings), given, out)
+    compact_inputs(files, run_request_of(resolver, told, given, out), out, given)

@@ -28,8 +28,7 @@ from .config import config_files, user_path, working_folder
 
 if TYPE_CHECKING:
     from compactor_core.compaction.estimate import Counter
-    from compactor_core.conversation.tool_rules import Rules
-    from compactor_core.providers.catalog import ProviderSettings
+    from compactor_core.providers.catalog import ProviderRequest
     from compactor_core.recall.store import OriginalsStore
     from compactor_core.settings import Settings
 
@@ -172,31 +171,31 @@ class Resolver:
                     self._config[key] = {**inner, **value} if both else value
         return self._config
 
-    def get(self, name: str, provider: str | None = None, variables: tuple[str, ...] = ()) -> Any:
-        """The value of setting ``name``: its flag, its variables (then ``variables``), the
-        config file (a provider's own table first), else its default."""
+    def get(self, name: str, provider: str | None = None) -> Any:
+        """The value of setting ``name``: its flag or its variables, else the config file (a
+        provider's own table first), else its default."""
+        given = self.given(name)
+        return self.in_file(name, provider) if given is None else given
+
+    def given(self, name: str) -> Any:
+        """The value of setting ``name`` set outside the config file: its flag, else the first
+        of its variables set; None: neither."""
         setting = SETTINGS[name]
         if self.flags.get(name) is not None:  # click has checked it
             return self.flags[name]
-        for variable in (*setting.variables, *variables):
+        for variable in setting.variables:
             if self.environ.get(variable):
                 return self._converted(setting, self.environ[variable], variable)
+        return None
+
+    def in_file(self, name: str, provider: str | None = None) -> Any:
+        """The config file's value of setting ``name`` (a provider's own table first), else its
+        default."""
+        setting = SETTINGS[name]
         value = self._from_file(setting, provider)
         if value is None:
             return setting.default
         return self._converted(setting, value, f"{self.config_path}: {setting.file_key}")
-
-    def tool_rules(self) -> Rules:
-        """The config file's ``[tools]`` table: what each tool does, for stale results."""
-        table = self.config.get(TOOLS_TABLE)
-        if table is None:
-            return ()
-        from compactor_core.conversation.tool_rules import parse_rules
-
-        try:
-            return parse_rules(table, f"[{TOOLS_TABLE}]")
-        except ValueError as error:
-            raise ConfigError(f"{self.config_path}: {error}") from None
 
     def _from_file(self, setting: Setting, provider: str | None) -> Any:
         if setting.file_key is None:
@@ -220,42 +219,34 @@ class Resolver:
     def snapshot_dir(self, bareagent: bool = False) -> str:
         """Where snapshots go: the flag or its variables, else the user's state folder (the
         seed's ``.transcripts`` in the working folder with ``--compat bareagent``)."""
-        given = self.get("snapshot_dir")
-        if given:
-            return given
-        if bareagent:
-            return defaults.BAREAGENT_SNAPSHOT_DIR
-        from compactor_core.snapshots.locations import user_store
+        from compactor_core.snapshots.locations import snapshot_location
 
-        return str(user_store(self.environ.get("XDG_STATE_HOME"), self.environ.get("HOME")))
+        state_home, home = self.environ.get("XDG_STATE_HOME"), self.environ.get("HOME")
+        return snapshot_location(self.get("snapshot_dir"), bareagent, state_home, home)
 
-    def provider(self) -> ProviderSettings:
-        """The provider settings; the key from the variable the provider or the file names."""
-        from compactor_core.providers.catalog import ProviderSettings, spec_of
+    def provider(self) -> ProviderRequest:
+        """The provider asked for, with each of its settings; the core reads its key (and its
+        base URL, after ``--base-url`` and ``CTXPACK_BASE_URL``) from the variables it names."""
+        from compactor_core.providers.catalog import ProviderRequest
 
         name = self.get("provider")
-        spec = spec_of(name)
         own = self.config.get(name) if isinstance(self.config.get(name), dict) else {}
-        named_key = own.get("api_key_env") or self.config.get("api_key_env")
-        key_variable = named_key or spec.key_variable
-        base_url_variables = (spec.base_url_variable,) if spec.base_url_variable else ()
-        settings = ProviderSettings(
-            name=name,
-            model=self.get("model", name),
-            base_url=self.get("base_url", name, base_url_variables),
-            api_key=self.environ.get(key_variable) if key_variable else None,
-            key_variable=key_variable,
-            timeout=self.get("timeout", name),
-            retries=self.get("retries", name),
-            command=self.get("command", name),
-            environment=dict(self.environ) if name == "command" else None,
-            key_required=True if named_key and spec.is_network else None,
-        )
-        if name == "command" and not settings.command:
+        command = self.get("command", name)
+        if name == "command" and not command:
             raise ConfigError(
                 "provider 'command' needs a command: use --command or CTXPACK_COMMAND"
             )
-        return settings
+        return ProviderRequest(
+            name=name,
+            model=self.get("model", name),
+            base_url=self.given("base_url"),
+            file_base_url=self.in_file("base_url", name),
+            timeout=self.get("timeout", name),
+            retries=self.get("retries", name),
+            command=command,
+            key_env=own.get("api_key_env") or self.config.get("api_key_env"),
+            environ=self.environ,
+        )
 
 
 def resolver(flags: Mapping[str, Any]) -> Resolver:
@@ -296,7 +287,6 @@ def settings(options: dict[str, Any], given: Resolver, summarizing: bool) -> Set
         compat=options["compat"] == "bareagent",
         images=options.get("images", False),
         stale=not options.get("age_only", False),
-        tool_rules=given.tool_rules(),
         recall=options.get("recall", False),
         keep_cut_off=not options.get("strict", False),
         **summary,

@@ -18,19 +18,17 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from compactor_core import defaults
+from compactor_core import run_request
 from compactor_core.compaction.outcome import Report
-from compactor_core.conversation.formats import dumps
 from compactor_core.ends.destinations import Destination, ToFile, ToObject, ToStream
 from compactor_core.ends.urls import is_url
-from compactor_core.process import Target, process
 from compactor_core.settings import Command, RunSettings
 
 from . import io, report, resolve
 from .exit_codes import ExitStatus, combined, for_each_input, status_for, warn
 
 if TYPE_CHECKING:
-    from compactor_core.providers.catalog import ProviderSettings
+    from compactor_core.batch.engines import Engine
 
 
 @dataclass(frozen=True)
@@ -43,7 +41,6 @@ class Output:
     output_dir: str | None = None
     stats: bool = False
     strict: bool = False
-    session_id: str = "default"  # what snapshots of standard input and single files are under
     recursive: bool = False
     globs: tuple[str, ...] = ()
     dry_run: bool = False
@@ -51,7 +48,7 @@ class Output:
     json_report: bool = False
 
     @classmethod
-    def from_options(cls, options: dict[str, Any], session_id: str) -> Output:
+    def from_options(cls, options: dict[str, Any]) -> Output:
         return cls(
             output=options["output"],
             in_place=options["in_place"],
@@ -59,7 +56,6 @@ class Output:
             output_dir=options["output_dir"],
             stats=options["stats"],
             strict=options.get("strict", False),
-            session_id=_checked(session_id),
             recursive=options["recursive"],
             globs=tuple(options["globs"]),
             dry_run=options["dry_run"],
@@ -71,13 +67,11 @@ class Output:
     def is_batch(self) -> bool:
         return self.in_place or self.output_dir is not None
 
-
-def _checked(session_id: str) -> str:
-    if session_id == defaults.SESSION_ID:  # the default is valid: no need to load the rules
-        return session_id
-    from compactor_core.snapshots.base import check_session_id
-
-    return check_session_id(session_id)
+    @property
+    def measures(self) -> bool:
+        """Whether the tokens before and after are counted: for ``--stats``, and for a batch's
+        summary line, ``--json`` and dry run."""
+        return self.stats or (self.is_batch and (self.json_report or self.dry_run))
 
 
 def compact(command: Command, files: tuple[str, ...], options: dict[str, Any]) -> None:
@@ -85,32 +79,41 @@ def compact(command: Command, files: tuple[str, ...], options: dict[str, Any]) -
     resolver = resolve.resolver(options)
     summarizing = command != "micro"
     settings = resolve.settings(options, resolver, summarizing)
-    out = Output.from_options(options, resolver.get("session_id"))
-    keeps = summarizing or out.is_batch  # only a summary or a rewrite ever saves a snapshot
-    snapshot_dir = None
-    if keeps and not options["no_snapshot"]:
-        snapshot_dir = resolver.snapshot_dir(options["compat"] == "bareagent")
-    run = run_settings(RunSettings(command, settings), options, snapshot_dir)
-    provider = resolver.provider() if summarizing else None
-    compact_inputs(files, run, out, provider, options)
+    out = Output.from_options(options)
+    told = run_settings(RunSettings(command, settings), options, out)
+    compact_inputs(files, run_request_of(resolver, told, options, out), out, options)
 
 
-def run_settings(
-    told: RunSettings, options: dict[str, Any], snapshot_dir: str | None
-) -> RunSettings:
-    """The core's settings of the run: what ``told`` (its command and settings) and the shared
-    options say."""
-    snapshots = None
-    if snapshot_dir is not None:
-        from compactor_core.ends.object_store import snapshot_store
+def run_request_of(
+    resolver: resolve.Resolver, told: RunSettings, options: dict[str, Any], out: Output
+) -> run_request.RunRequest:
+    """What the core resolves a run told ``told`` from (``run_request.resolve``): the settings
+    it builds its stores, its tool rules and its provider from, and the environment's part. A
+    batch is done by workers, which build their own provider; the other runs here."""
+    environ = resolver.environ
+    keeps = told.may_summarize or out.is_batch  # only a summary or a rewrite saves a snapshot
+    return run_request.RunRequest(
+        told,
+        session_id=resolver.get("session_id"),
+        tools=resolver.config.get(resolve.TOOLS_TABLE),
+        config_path=resolver.config_path,
+        keeps_snapshots=keeps and not options["no_snapshot"],
+        snapshot_dir=resolver.get("snapshot_dir"),
+        state_home=environ.get("XDG_STATE_HOME"),
+        home=environ.get("HOME"),
+        provider=resolver.provider() if told.may_summarize else None,
+        here=not out.is_batch,
+    )
 
-        snapshots = snapshot_store(snapshot_dir)
+
+def run_settings(told: RunSettings, options: dict[str, Any], out: Output) -> RunSettings:
+    """What the run is told (its command and settings) and what the shared options say (the
+    core adds the stores: ``run_request.resolve``)."""
     return replace(
         told,
-        originals=resolve.originals_store() if told.settings.recall else None,
+        measure=out.measures,
         pretty=options["pretty"],
         backup_suffix=options["backup"],
-        snapshots=snapshots,
         dry_run=options["dry_run"],
         format=options["format_name"],
         min_idle=options["min_idle"],
@@ -120,22 +123,18 @@ def run_settings(
 
 
 def compact_inputs(
-    files: tuple[str, ...],
-    run: RunSettings,
-    out: Output,
-    provider: ProviderSettings | None,
-    options: dict[str, Any],
+    files: tuple[str, ...], request: run_request.RunRequest, out: Output, options: dict[str, Any]
 ) -> None:
-    """Do the run over every input; a failed input is reported and the rest go on.
-
-    ``provider`` is None for micro, which never summarizes."""
+    """Do the run over every input; a failed input is reported and the rest go on."""
     names = io.input_names(files)
     _check(names, out)
     io.set_directory_hint(_directory_hint(out))
-    if out.is_batch:
-        _batch(names, run, out, provider, engine_of(options))
+    engine = engine_of(options) if out.is_batch else None
+    resolved = run_request.resolve(request)
+    if engine is not None:
+        _batch(names, resolved, out, engine)
     else:
-        _stream(names, run, out, provider)
+        _stream(names, resolved, out)
 
 
 def _check(names: tuple[str, ...], out: Output) -> None:
@@ -164,25 +163,14 @@ def _directory_hint(out: Output) -> str:
 # --- one input after the other, to stdout or -o --------------------------------------------------
 
 
-def _stream(
-    names: tuple[str, ...],
-    run: RunSettings,
-    out: Output,
-    provider_settings: ProviderSettings | None,
-) -> None:
-    run = replace(run, measure=out.stats)
+def _stream(names: tuple[str, ...], resolved: run_request.ResolvedRun, out: Output) -> None:
+    run = resolved.run
     io.one_pass()
-    provider = None
-    if provider_settings is not None and run.needs_provider:
-        from compactor_core.providers.registry import build_provider
-
-        provider = build_provider(provider_settings)
-
+    destination = _stream_destination(out.output)
     copies = _CopyNote(run)
 
     def one(name: str) -> list[ExitStatus]:
-        target = Target(io.source_of(name), _stream_destination(out.output), out.session_id)
-        done = process(target, run, provider)
+        done = resolved.process(io.source_of(name), destination)
         if done.error is not None:
             raise done.error
         statuses = report.warnings_of(done, run.command, _threshold(run), out.strict)
@@ -214,17 +202,13 @@ def _threshold(run: RunSettings) -> int:
 
 
 def _batch(
-    names: tuple[str, ...],
-    run: RunSettings,
-    out: Output,
-    provider: ProviderSettings | None,
-    engine: Any,
+    names: tuple[str, ...], resolved: run_request.ResolvedRun, out: Output, engine: Engine
 ) -> None:
     from compactor_core.batch.start import start_batch  # the engines: only for a batch
 
-    run = replace(run, measure=out.stats or out.json_report or out.dry_run)
+    run = resolved.run
     listing = {"recursive": out.recursive, "globs": out.globs, "output_dir": out.output_dir}
-    batch = start_batch(names, run, provider, engine, **listing)
+    batch = start_batch(names, run, resolved.provider, engine, **listing)
     stop = threading.Event()  # --fail-fast: start nothing more, report what is in progress
     reports = report.with_progress(batch.reports(stop), batch.total)
     _report(reports, batch.total, run, out, stop)
@@ -268,9 +252,11 @@ def _report(
     if total > 1 or out.stats or out.dry_run:
         stopped = " (stopped: the rest not started)" if listed and stop.is_set() else ""
         io.warn(report.summary_line(done, total, out.dry_run) + stopped)
+    status = combined(failures)
     if out.json_report:
-        io.write_stdout(dumps(report.json_report(done, total, out.dry_run)) + b"\n")
-    _exit_for(failures)
+        report.write_json(done, total, out.dry_run)
+    if failures:
+        sys.exit(status)
 
 
 class _CopyNote:
@@ -289,7 +275,7 @@ class _CopyNote:
             )
 
 
-def engine_of(options: dict[str, Any]) -> Any:
+def engine_of(options: dict[str, Any]) -> Engine:
     """Where a batch runs, from ``--engine``, ``--scheduler``, ``-j`` and ``--max-concurrency``."""
     from compactor_core.batch.engines import Engine
 

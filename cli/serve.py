@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import click
 
+from compactor_core import run_request
 from compactor_core.disk.private_dir import PrivateDir
 from compactor_core.errors import ConfigError
 from compactor_core.providers.base import check_ready
@@ -28,6 +29,7 @@ from compactor_core.serve.connections import guarded_protocol
 from compactor_core.serve.guard import local_hosts
 from compactor_core.serve.proxy import Proxy, ProxySettings
 from compactor_core.serve.summaries import KeptSummarizer, SummaryStore
+from compactor_core.settings import RunSettings
 from compactor_core.snapshots.locations import user_store
 
 from . import io, options, resolve
@@ -165,10 +167,14 @@ def serve(
         return install_service([a for a in options.raw_args() if a != "--install"])
     uvicorn = _uvicorn()
     resolver = resolve.resolver(given)
-    settings = resolve.settings(given, resolver, summarizing=True)
+    told = RunSettings("auto", resolve.settings(given, resolver, summarizing=True))
+    tools = resolver.config.get(resolve.TOOLS_TABLE)
+    # serve keeps no snapshots (no session id, no store): its settings take the [tools] rules
+    request = run_request.RunRequest(told, tools=tools, config_path=resolver.config_path)
+    settings = run_request.resolve(request).run.settings
     listening = _listen(host, port)
     address = _address(listening)
-    provider = _not_through_itself(resolver.provider(), address, upstream)
+    provider = _not_through_itself(resolver.provider().settings(), address, upstream)
     summarizer = _summarizer(provider, _state_folder())
     limits = ProxySettings(
         upstream,

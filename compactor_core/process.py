@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from .compaction.outcome import Report
-from .compaction.pipeline import Keeper, decide
+from .compaction.pipeline import decide
 from .ends.destinations import Destination
-from .ends.documents import Document, open_document
+from .ends.documents import open_document
 from .ends.sources import Source
 from .errors import CtxpackError
 from .settings import RunSettings
@@ -71,7 +71,8 @@ def _process(
         # its summary names it
         named = document.origin.path if destination.keeps_input else None
         subject = document.subject(run, run.time(), named)
-        keeper = _keeper(document, target, run)
+        # who keeps the input and the result when a summary replaces the history
+        keeper = document.snapshot_keeper(target.snapshot_session, run, destination.keeps_input)
         outcome = decide(run, subject, provider, keeper)
         if run.dry_run:
             return Report.of(target.label, outcome)
@@ -85,12 +86,3 @@ def _process(
         warning=written.warning,
         copied=written.copied,
     )
-
-
-def _keeper(document: Document, target: Target, run: RunSettings) -> Keeper | None:
-    """Who keeps the input and the result when a summary replaces the history (the document
-    says; no one without a snapshot store)."""
-    if run.snapshots is None:
-        return None
-    keeps_input = target.destination.keeps_input
-    return document.snapshot_keeper(run.snapshots, target.snapshot_session, run, keeps_input)

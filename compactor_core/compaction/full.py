@@ -15,7 +15,7 @@ from ..conversation.formats import Message
 from ..conversation.prompts import PROMPTS, SUMMARY_PREFIX, system_prompt, user_prompt
 from ..conversation.tools import has_tool_result_block, tool_calls, tool_names, tool_result_ids
 from ..errors import ProviderError, SummaryCutOff
-from ..providers.base import Summarizer, SummaryRequest, check_ready
+from ..providers.base import Summarizer, SummaryRequest
 from ..settings import DEFAULT_SETTINGS, Settings
 from . import bareagent
 from .estimate import estimate, tokens_of
@@ -51,12 +51,13 @@ def full_compact(
     """Summarize the history of ``messages``; never modifies ``messages`` itself.
 
     Snapshots are the caller's (``pipeline``): it knows the input's bytes, which a snapshot keeps.
+    So is the check that ``provider`` can be asked at all (``providers.base.check_ready``): made
+    once, before the snapshot, a missing API key is a configuration error, not a failed summary.
     """
     settings = replace(settings, lang=language.resolve(settings.lang, messages, settings.compat))
     pending = find_pending_turn(messages, settings.compat)
     if not has_source(messages, pending):
         return FullResult(messages, Status.NOTHING)
-    check_ready(provider)  # a missing API key is a configuration error, not a failed summary
 
     working, _ = micro_compact(messages, settings)  # the pending turn counts among the kept
     source = [

@@ -12,7 +12,6 @@ if TYPE_CHECKING:
     from ..compaction.outcome import Outcome
     from ..compaction.pipeline import SnapshotKeeper, Subject
     from ..settings import RunSettings
-    from ..snapshots.base import Snapshots
     from .origins import Origin
     from .written import Written
 
@@ -42,11 +41,12 @@ class BaseDocument:
         return self.origin.write_back(self, subject, outcome, run, sync, settings_key)
 
     def snapshot_keeper(
-        self, snapshots: Snapshots, session_id: str, run: RunSettings, keeps_input: bool
+        self, session_id: str, run: RunSettings, keeps_input: bool
     ) -> SnapshotKeeper | None:
-        """Who keeps the input and the result in ``snapshots`` when a summary replaces the
-        history (SPEC §3.3); None by default: a session file's summary is appended to it, so
-        its result is the file itself, and its original is kept when the file is replaced."""
+        """Who keeps the input and the result in the run's snapshot store when a summary
+        replaces the history (SPEC §3.3); None by default: a session file's summary is appended
+        to it, so its result is the file itself, and its original is kept when the file is
+        replaced."""
         return None
 
     def after_replace(self, path: Path) -> str | None:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from ..compaction.pipeline import MessagesSubject, SnapshotKeeper
     from ..settings import RunSettings
-    from ..snapshots.base import Details, Snapshots
+    from ..snapshots.base import Details
     from .origins import Origin
     from .session_documents import SessionDocument
 
@@ -91,11 +91,13 @@ class MessagesDocument(BaseDocument):
         yield self.data
 
     def snapshot_keeper(
-        self, snapshots: Snapshots, session_id: str, run: RunSettings, keeps_input: bool
-    ) -> SnapshotKeeper:
+        self, session_id: str, run: RunSettings, keeps_input: bool
+    ) -> SnapshotKeeper | None:
         """Its input (unless the destination keeps it: in place, the original is linked when
-        the file is replaced) is kept as it was read before the model is asked, its result
-        after (SPEC §3.3)."""
+        the file is replaced) is kept in the run's snapshot store as it was read before the
+        model is asked, its result after (SPEC §3.3); no one keeps them without a store."""
+        if run.snapshots is None:
+            return None
         from pathlib import Path
 
         from ..compaction.pipeline import SnapshotKeeper
@@ -103,7 +105,7 @@ class MessagesDocument(BaseDocument):
         original = None if keeps_input else self.data
         path = Path(self.origin.path) if self.origin.path else None
         return SnapshotKeeper(
-            snapshots, session_id, self.conversation, run.settings, original, path
+            run.snapshots, session_id, self.conversation, run.settings, original, path
         )
 
 

@@ -32,6 +32,18 @@ def user_store(state_home: str | None = None, home: str | None = None) -> Path:
     return Path(home or _account_home()) / ".local" / "state" / "ctxpack"
 
 
+def snapshot_location(
+    given: str | None, bareagent: bool, state_home: str | None, home: str | None
+) -> str:
+    """Where a run's snapshots go: the folder or URL ``given``, else (the BareAgent profile) the
+    seed's ``.transcripts`` in the working folder, else the per-user store."""
+    if given:
+        return given
+    if bareagent:
+        return LEGACY_FOLDER
+    return str(user_store(state_home, home))
+
+
 def legacy_folders(cwd: Path, files: Iterable[Path] = ()) -> list[Path]:
     """The ``.transcripts`` folders ``restore`` still reads: the working folder's, then each
     file's own; each once."""
