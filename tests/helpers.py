@@ -129,8 +129,11 @@ def name_of(names: dict[str, str], call_id: Any) -> str:
     return names.get(call_id, "unknown") if isinstance(call_id, str) else "unknown"
 
 
-def assert_only_tool_results_changed(before: list[dict], after: list[dict]) -> None:
-    """Everything equal except tool-result contents, which are markers with the right figures."""
+def assert_only_tool_results_changed(
+    before: list[dict], after: list[dict], superseded: bool = False
+) -> None:
+    """Everything equal except tool-result contents, which are markers with the right figures;
+    ``superseded``: or a stale-first marker naming the result's own tool."""
     names = tool_names_of(before)
     assert len(before) == len(after)
     for old, new in zip(before, after, strict=True):
@@ -142,6 +145,7 @@ def assert_only_tool_results_changed(before: list[dict], after: list[dict]) -> N
                 old.get("content"),
                 new.get("content"),
                 name_of(names, old.get("tool_call_id")),
+                superseded,
             )
             continue
         if not isinstance(old.get("content"), list):
@@ -157,7 +161,8 @@ def assert_only_tool_results_changed(before: list[dict], after: list[dict]) -> N
                     k: v for k, v in new_block.items() if k != "content"
                 }
                 tool = name_of(names, old_block.get("tool_use_id"))
-                assert_marker_or_same(old_block.get("content"), new_block.get("content"), tool)
+                new_content = new_block.get("content")
+                assert_marker_or_same(old_block.get("content"), new_content, tool, superseded)
             else:
                 assert old_block == new_block
 
@@ -169,8 +174,11 @@ def original_length(content: Any) -> int:
     return 0 if content is None else len(json.dumps(content, ensure_ascii=False))
 
 
-def assert_marker_or_same(old: Any, new: Any, tool: str) -> None:
+def assert_marker_or_same(old: Any, new: Any, tool: str, superseded: bool = False) -> None:
     if new == old:
+        return
+    if superseded and isinstance(new, str) and new.startswith(f"[superseded: {tool} "):
+        assert new.endswith("]") and "\n" not in new
         return
     assert new == f"[truncated: {tool} result, {original_length(old)} chars]"
 

@@ -78,10 +78,14 @@ def json_values(max_leaves: int = 8) -> st.SearchStrategy[Any]:
     )
 
 
-tool_inputs = st.dictionaries(
-    st.sampled_from(["command", "file_path", "pattern", "query", "reservation_id", "路径"]),
-    st.one_of(texts(), st.integers(), st.lists(texts(max_size=6), max_size=2)),
-    max_size=3,
+tool_inputs = st.one_of(
+    st.dictionaries(
+        st.sampled_from(["command", "file_path", "pattern", "query", "reservation_id", "路径"]),
+        st.one_of(texts(), st.integers(), st.lists(texts(max_size=6), max_size=2)),
+        max_size=3,
+    ),
+    # the same command or file again, so that a later result makes an earlier one stale
+    st.sampled_from([{"command": "ls -la"}, {"file_path": "src/app.py"}]),
 )
 
 text_blocks = st.builds(lambda text: {"type": "text", "text": text}, texts())

@@ -405,11 +405,10 @@ def test_nothing_to_do() -> None:
 def test_micro_changes_nothing_but_tool_result_contents(data: st.DataObject) -> None:
     messages = data.draw(conversations())
     keep_recent = data.draw(st.integers(-2, 6))
+    stale = data.draw(st.booleans())  # by age alone: SPEC §2's markers exactly
     before = copy.deepcopy(messages)
-    # SPEC §2's markers exactly: the helper knows no superseded marker (a drawn "bash" call run
-    # again would get one)
-    micro_in_place(messages, keep_recent=keep_recent, stale=False)
-    assert_only_tool_results_changed(before, messages)
+    micro_in_place(messages, keep_recent=keep_recent, stale=stale)
+    assert_only_tool_results_changed(before, messages, superseded=stale)
     systems = [m for m in messages if m.get("role") == "system"]
     assert systems == [m for m in before if m.get("role") == "system"]
 
