@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import defaults
 from .compaction.outcome import Report
+from .conversation.tool_rules import parse_rules  # loaded by every run already (staleness)
 from .ends.destinations import Destination
 from .ends.sources import Source
 from .errors import ConfigError
@@ -73,11 +74,10 @@ def resolve(request: RunRequest) -> ResolvedRun:
 
         originals = user_originals(request.state_home, request.home)
     if request.keeps_snapshots:
-        from .ends.object_store import snapshot_store
-        from .snapshots.locations import snapshot_location
+        from .ends.object_store import run_snapshot_store
 
         where = (request.snapshot_dir, settings.compat, request.state_home, request.home)
-        snapshots = snapshot_store(snapshot_location(*where))
+        snapshots = run_snapshot_store(*where)
     if request.provider is not None:
         provider = request.provider.settings()
         if request.here and told.needs_provider:  # a batch's workers build their own
@@ -90,8 +90,6 @@ def resolve(request: RunRequest) -> ResolvedRun:
 
         session_id = check_session_id(session_id)
     if request.tools is not None:
-        from .conversation.tool_rules import parse_rules
-
         try:
             settings = replace(settings, tool_rules=parse_rules(request.tools, TOOLS_TABLE))
         except ValueError as error:

@@ -21,7 +21,9 @@ from compactor_core.compaction.estimate import (
     tokens_of,
 )
 from compactor_core.compaction.shrink import fit_prompt
-from compactor_core.compaction.tokenizers import NAMES, SPECS, Vocabulary, counter, find_vocabulary
+from compactor_core.compaction.tokenizer_specs import SPECS, Vocabulary
+from compactor_core.compaction.tokenizers import NAMES, counter
+from compactor_core.compaction.vocabularies import find_vocabulary
 from compactor_core.conversation.formats import parse
 from compactor_core.errors import ConfigError
 

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from unittest import mock
 
-from compactor_core.compaction.tokenizers import SPECS, _installed
+from compactor_core.compaction.tokenizer_specs import SPECS
+from compactor_core.compaction.vocabularies import installed
 
 Encode = Callable[[str], int]
 
@@ -23,7 +24,7 @@ Encode = Callable[[str], int]
 def vocabulary_path(name: str) -> Path:
     """The first installed copy of a tokenizer's vocabulary (the one the core would read)."""
     for distribution, inner in SPECS[name].vocabulary.carriers:
-        path = _installed(distribution, inner)
+        path = installed(distribution, inner)
         if path is not None:
             return path
     raise AssertionError(f"no vocabulary for {name}: make install (the test extra) installs it")

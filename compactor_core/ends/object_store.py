@@ -41,6 +41,7 @@ from ..snapshots.base import (
     check_session_id,
 )
 from ..snapshots.local_store import SnapshotStore
+from ..snapshots.locations import snapshot_location
 from .urls import is_url, join
 
 _EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs (gcsfs)", "gcs": "gcs (gcsfs)"}
@@ -334,3 +335,10 @@ def remove(name: str) -> None:
 def snapshot_store(location: str) -> SnapshotStore | ObjectSnapshotStore:
     """The snapshot store at ``location``: a local folder or a URL."""
     return ObjectSnapshotStore(location) if is_url(location) else SnapshotStore(Path(location))
+
+
+def run_snapshot_store(
+    given: str | None, bareagent: bool, state_home: str | None, home: str | None
+) -> SnapshotStore | ObjectSnapshotStore:
+    """The store a run keeps its snapshots in (``snapshots.locations.snapshot_location``)."""
+    return snapshot_store(snapshot_location(given, bareagent, state_home, home))
