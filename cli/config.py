@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import click
 
+from compactor_core import defaults
 from compactor_core.errors import ConfigError
 
 from . import io
@@ -49,7 +50,7 @@ OWN_RULES = {
     "api_key_env",
 }
 # the providers' tables, and the tool rules
-OWN_TABLES = {"extractive", "openai", "anthropic", "command", "tools"}
+OWN_TABLES = {*defaults.PROVIDER_NAMES, defaults.TOOLS_TABLE}
 
 
 class ConfigFile(NamedTuple):  # not a dataclass, whose class takes longer to make at start
@@ -117,7 +118,7 @@ def load(path: str, required: bool) -> dict[str, Any]:
 
 def _refuse_secrets(config: dict[str, Any], path: str) -> None:
     for key, value in config.items():
-        inner = value.keys() if isinstance(value, dict) and key != "tools" else ()
+        inner = value.keys() if isinstance(value, dict) and key != defaults.TOOLS_TABLE else ()
         for name in (key, *inner):
             if name in FORBIDDEN_KEYS:
                 raise ConfigError(

@@ -33,8 +33,6 @@ if TYPE_CHECKING:
     from compactor_core.settings import Settings
 
 LANGS = ("auto", "zh", "en")
-PROVIDER_TABLES = ("extractive", "openai", "anthropic", "command")
-TOOLS_TABLE = "tools"  # what each tool reads, writes, lists or runs (stale results first)
 
 
 class Setting:  # a plain class, not a dataclass: the table is built at every start
@@ -297,7 +295,7 @@ def _check(config: dict[str, Any], path: str) -> None:
     """Refuse what a provider's table holds that no provider setting knows (the rest of the
     file is checked against the command's options: ``config.check``)."""
     for key, value in config.items():
-        if isinstance(value, dict) and key in PROVIDER_TABLES:
+        if isinstance(value, dict) and key in defaults.PROVIDER_NAMES:
             for inner in value:
                 if inner not in _PROVIDER_KEYS:
                     raise ConfigError(f"{path}: [{key}] unknown setting {inner!r}")

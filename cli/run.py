@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from compactor_core import run_request
+from compactor_core import defaults, run_request
 from compactor_core.compaction.outcome import Report
 from compactor_core.ends.destinations import Destination, ToFile, ToObject, ToStream
 from compactor_core.ends.urls import is_url
@@ -95,7 +95,7 @@ def run_request_of(
     return run_request.RunRequest(
         told,
         session_id=resolver.get("session_id"),
-        tools=resolver.config.get(resolve.TOOLS_TABLE),
+        tools=resolver.config.get(defaults.TOOLS_TABLE),
         config_path=resolver.config_path,
         keeps_snapshots=keeps and not options["no_snapshot"],
         snapshot_dir=resolver.get("snapshot_dir"),

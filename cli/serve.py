@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import click
 
-from compactor_core import run_request
+from compactor_core import defaults, run_request
 from compactor_core.disk.private_dir import PrivateDir
 from compactor_core.errors import ConfigError
 from compactor_core.providers.base import check_ready
@@ -168,7 +168,7 @@ def serve(
     uvicorn = _uvicorn()
     resolver = resolve.resolver(given)
     told = RunSettings("auto", resolve.settings(given, resolver, summarizing=True))
-    tools = resolver.config.get(resolve.TOOLS_TABLE)
+    tools = resolver.config.get(defaults.TOOLS_TABLE)
     # serve keeps no snapshots (no session id, no store): its settings take the [tools] rules
     request = run_request.RunRequest(told, tools=tools, config_path=resolver.config_path)
     settings = run_request.resolve(request).run.settings

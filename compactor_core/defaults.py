@@ -16,6 +16,8 @@ MIN_IDLE = 60.0  # seconds an agent session file must be unchanged before it is 
 # The --provider choices, here so start-up imports no provider code; providers.registry.PROVIDERS
 # builds each one (a test keeps the two in step).
 PROVIDER_NAMES = ("extractive", "openai", "anthropic", "command")
+# the config file's table of what each tool reads, writes, lists or runs (stale results first)
+TOOLS_TABLE = "tools"
 # --format values that name no agent: a conversation of messages, or told from the content.
 MESSAGES_FORMAT = "messages"
 AUTO_FORMAT = "auto"

@@ -27,8 +27,6 @@ if TYPE_CHECKING:
     from .providers.base import Summarizer
     from .providers.catalog import ProviderRequest, ProviderSettings
 
-TOOLS_TABLE = "[tools]"  # how an error names the config file's table of tool rules
-
 
 @dataclass(frozen=True)
 class RunRequest:
@@ -91,7 +89,8 @@ def resolve(request: RunRequest) -> ResolvedRun:
         session_id = check_session_id(session_id)
     if request.tools is not None:
         try:
-            settings = replace(settings, tool_rules=parse_rules(request.tools, TOOLS_TABLE))
+            rules = parse_rules(request.tools, f"[{defaults.TOOLS_TABLE}]")
+            settings = replace(settings, tool_rules=rules)
         except ValueError as error:
             raise ConfigError(f"{request.config_path}: {error}") from None
     run = replace(told, settings=settings, originals=originals, snapshots=snapshots)
