@@ -13,10 +13,9 @@ from typing import Any
 import click
 
 from compactor_core import defaults
-from compactor_core.settings import RunSettings
 
 from . import options, resolve
-from .run import Output, compact_inputs, run_request_of, run_settings
+from .run import Output, compact_inputs, run_settings
 
 
 @click.command(
@@ -68,5 +67,5 @@ def rescue(files: tuple[str, ...], window: int, **given: Any) -> None:
     resolver = resolve.resolver(given)
     settings = resolve.settings(given, resolver, summarizing=True)
     out = Output.from_options(given)
-    told = run_settings(RunSettings("rescue", settings), given, out)
-    compact_inputs(files, run_request_of(resolver, told, given, out), out, given)
+    told = run_settings("rescue", settings, resolver, given, out)
+    compact_inputs(files, told, out, given, resolver)

@@ -28,7 +28,7 @@ from .config import config_files, user_path, working_folder
 
 if TYPE_CHECKING:
     from compactor_core.compaction.estimate import Counter
-    from compactor_core.providers.catalog import ProviderRequest
+    from compactor_core.providers.catalog import ProviderSettings
     from compactor_core.recall.store import OriginalsStore
     from compactor_core.settings import Settings
 
@@ -88,7 +88,13 @@ def _name(value: Any) -> str:
 
 
 SETTINGS: dict[str, Setting] = {
-    "provider": Setting("--provider", ("CTXPACK_PROVIDER",), "provider", "extractive"),
+    "provider": Setting(
+        "--provider",
+        ("CTXPACK_PROVIDER",),
+        "provider",
+        "extractive",
+        convert=_one_of(defaults.PROVIDER_NAMES),
+    ),
     "model": Setting("--model", ("CTXPACK_MODEL",), "model", None, True),
     "base_url": Setting(
         "--base-url (then OPENAI_BASE_URL or ANTHROPIC_BASE_URL)",
@@ -222,28 +228,41 @@ class Resolver:
         state_home, home = self.environ.get("XDG_STATE_HOME"), self.environ.get("HOME")
         return snapshot_location(self.get("snapshot_dir"), bareagent, state_home, home)
 
-    def provider(self) -> ProviderRequest:
-        """The provider asked for, with each of its settings; the core reads its key (and its
-        base URL, after ``--base-url`` and ``CTXPACK_BASE_URL``) from the variables it names."""
-        from compactor_core.providers.catalog import ProviderRequest
+    def provider(self) -> ProviderSettings:
+        """The provider asked for, with each of its settings. Its key comes only from the
+        environment: the variable the config file names (``api_key_env``), else the provider's
+        own (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``); its base URL from ``--base-url`` or
+        ``CTXPACK_BASE_URL``, else the provider's own variable (``OPENAI_BASE_URL``,
+        ``ANTHROPIC_BASE_URL``), else the config file."""
+        from compactor_core.providers.catalog import SPECS, ProviderSettings
 
         name = self.get("provider")
+        spec = SPECS[name]
         own = self.config.get(name) if isinstance(self.config.get(name), dict) else {}
         command = self.get("command", name)
         if name == "command" and not command:
             raise ConfigError(
                 "provider 'command' needs a command: use --command or CTXPACK_COMMAND"
             )
-        return ProviderRequest(
+        key_env = own.get("api_key_env") or self.config.get("api_key_env")
+        key_variable = key_env or spec.key_variable
+        base_url = self.given("base_url")
+        if base_url is None:
+            own_url = self.environ.get(spec.base_url_variable) if spec.base_url_variable else None
+            base_url = own_url or self.in_file("base_url", name)
+        return ProviderSettings(
             name=name,
             model=self.get("model", name),
-            base_url=self.given("base_url"),
-            file_base_url=self.in_file("base_url", name),
+            base_url=base_url,
+            api_key=self.environ.get(key_variable) if key_variable else None,
+            key_variable=key_variable,
             timeout=self.get("timeout", name),
             retries=self.get("retries", name),
             command=command,
-            key_env=own.get("api_key_env") or self.config.get("api_key_env"),
-            environ=self.environ,
+            # a command provider's program runs in this environment, as a shell would run it
+            environment=dict(self.environ) if name == "command" else None,
+            # a key the config file names must be there, whatever the base URL
+            key_required=True if key_env and spec.is_network else None,
         )
 
 

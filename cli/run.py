@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,8 @@ from compactor_core import defaults, run_request
 from compactor_core.compaction.outcome import Report
 from compactor_core.ends.destinations import Destination, ToFile, ToObject, ToStream
 from compactor_core.ends.urls import is_url
-from compactor_core.settings import Command, RunSettings
+from compactor_core.process import Target, process
+from compactor_core.settings import Command, RunSettings, Settings
 
 from . import io, report, resolve
 from .exit_codes import ExitStatus, combined, for_each_input, status_for, warn
@@ -80,37 +81,25 @@ def compact(command: Command, files: tuple[str, ...], options: dict[str, Any]) -
     summarizing = command != "micro"
     settings = resolve.settings(options, resolver, summarizing)
     out = Output.from_options(options)
-    told = run_settings(RunSettings(command, settings), options, out)
-    compact_inputs(files, run_request_of(resolver, told, options, out), out, options)
+    told = run_settings(command, settings, resolver, options, out)
+    compact_inputs(files, told, out, options, resolver)
 
 
-def run_request_of(
-    resolver: resolve.Resolver, told: RunSettings, options: dict[str, Any], out: Output
-) -> run_request.RunRequest:
-    """What the core resolves a run told ``told`` from (``run_request.resolve``): the settings
-    it builds its stores, its tool rules and its provider from, and the environment's part. A
-    batch is done by workers, which build their own provider; the other runs here."""
-    environ = resolver.environ
-    keeps = told.may_summarize or out.is_batch  # only a summary or a rewrite saves a snapshot
-    return run_request.RunRequest(
-        told,
-        session_id=resolver.get("session_id"),
-        tools=resolver.config.get(defaults.TOOLS_TABLE),
-        config_path=resolver.config_path,
-        keeps_snapshots=keeps and not options["no_snapshot"],
-        snapshot_dir=resolver.get("snapshot_dir"),
-        state_home=environ.get("XDG_STATE_HOME"),
-        home=environ.get("HOME"),
-        provider=resolver.provider() if told.may_summarize else None,
-        here=not out.is_batch,
-    )
-
-
-def run_settings(told: RunSettings, options: dict[str, Any], out: Output) -> RunSettings:
-    """What the run is told (its command and settings) and what the shared options say (the
-    core adds the stores: ``run_request.resolve``)."""
-    return replace(
-        told,
+def run_settings(
+    command: Command,
+    settings: Settings,
+    resolver: resolve.Resolver,
+    options: dict[str, Any],
+    out: Output,
+) -> RunSettings:
+    """What the run is told: its command and settings, who summarizes, what the shared options
+    say (the core adds the stores: ``run_request.resolve``). Snapshots of a stream are kept
+    under ``--session-id``; a batch's under each input's own name."""
+    return RunSettings(
+        command,
+        settings,
+        provider=resolver.provider() if command != "micro" else None,
+        session_id=None if out.is_batch else resolver.get("session_id"),
         measure=out.measures,
         pretty=options["pretty"],
         backup_suffix=options["backup"],
@@ -123,18 +112,31 @@ def run_settings(told: RunSettings, options: dict[str, Any], out: Output) -> Run
 
 
 def compact_inputs(
-    files: tuple[str, ...], request: run_request.RunRequest, out: Output, options: dict[str, Any]
+    files: tuple[str, ...],
+    told: RunSettings,
+    out: Output,
+    options: dict[str, Any],
+    resolver: resolve.Resolver,
 ) -> None:
     """Do the run over every input; a failed input is reported and the rest go on."""
     names = io.input_names(files)
     _check(names, out)
     io.set_directory_hint(_directory_hint(out))
     engine = engine_of(options) if out.is_batch else None
-    resolved = run_request.resolve(request)
+    keeps = told.may_summarize or out.is_batch  # only a summary or a rewrite saves a snapshot
+    run = run_request.resolve(
+        told,
+        tools=resolver.config.get(defaults.TOOLS_TABLE),
+        config_path=resolver.config_path,
+        keeps_snapshots=keeps and not options["no_snapshot"],
+        snapshot_dir=resolver.get("snapshot_dir"),
+        state_home=resolver.environ.get("XDG_STATE_HOME"),
+        home=resolver.environ.get("HOME"),
+    )
     if engine is not None:
-        _batch(names, resolved, out, engine)
+        _batch(names, run, out, engine)
     else:
-        _stream(names, resolved, out)
+        _stream(names, run, out)
 
 
 def _check(names: tuple[str, ...], out: Output) -> None:
@@ -163,14 +165,13 @@ def _directory_hint(out: Output) -> str:
 # --- one input after the other, to stdout or -o --------------------------------------------------
 
 
-def _stream(names: tuple[str, ...], resolved: run_request.ResolvedRun, out: Output) -> None:
-    run = resolved.run
+def _stream(names: tuple[str, ...], run: RunSettings, out: Output) -> None:
     io.one_pass()
     destination = _stream_destination(out.output)
     copies = _CopyNote(run)
 
     def one(name: str) -> list[ExitStatus]:
-        done = resolved.process(io.source_of(name), destination)
+        done = process(Target(io.source_of(name), destination), run)
         if done.error is not None:
             raise done.error
         statuses = report.warnings_of(done, run.command, _threshold(run), out.strict)
@@ -201,14 +202,11 @@ def _threshold(run: RunSettings) -> int:
 # --- batches -------------------------------------------------------------------------------------
 
 
-def _batch(
-    names: tuple[str, ...], resolved: run_request.ResolvedRun, out: Output, engine: Engine
-) -> None:
+def _batch(names: tuple[str, ...], run: RunSettings, out: Output, engine: Engine) -> None:
     from compactor_core.batch.start import start_batch  # the engines: only for a batch
 
-    run = resolved.run
     listing = {"recursive": out.recursive, "globs": out.globs, "output_dir": out.output_dir}
-    batch = start_batch(names, run, resolved.provider, engine, **listing)
+    batch = start_batch(names, run, engine, **listing)
     stop = threading.Event()  # --fail-fast: start nothing more, report what is in progress
     reports = report.with_progress(batch.reports(stop), batch.total)
     _report(reports, batch.total, run, out, stop)

@@ -170,11 +170,10 @@ def serve(
     told = RunSettings("auto", resolve.settings(given, resolver, summarizing=True))
     tools = resolver.config.get(defaults.TOOLS_TABLE)
     # serve keeps no snapshots (no session id, no store): its settings take the [tools] rules
-    request = run_request.RunRequest(told, tools=tools, config_path=resolver.config_path)
-    settings = run_request.resolve(request).run.settings
+    settings = run_request.resolve(told, tools=tools, config_path=resolver.config_path).settings
     listening = _listen(host, port)
     address = _address(listening)
-    provider = _not_through_itself(resolver.provider().settings(), address, upstream)
+    provider = _not_through_itself(resolver.provider(), address, upstream)
     summarizer = _summarizer(provider, _state_folder())
     limits = ProxySettings(
         upstream,

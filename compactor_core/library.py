@@ -49,8 +49,8 @@ def compact(
     the built-in extractive one, offline). A summary that fails leaves the conversation as it
     came (micro's result for ``auto``) and warns; ``strict`` raises the failure instead.
     """
-    run_settings = RunSettings(command, settings or Settings(), snapshots=snapshots)
-    outcome = run(run_settings, Conversation(conversation), provider, session_id)
+    told = RunSettings(command, settings or Settings(), snapshots=snapshots, session_id=session_id)
+    outcome = run(told, Conversation(conversation), provider)
     _tell(outcome, strict, "the conversation")
     assert outcome.conversation is not None
     return outcome.conversation.messages

@@ -29,16 +29,10 @@ class Target:
 
     source: Source
     destination: Destination
-    session_id: str | None = None  # snapshots' session id; None: made from the file's name
 
     @property
     def label(self) -> str:
         return self.source.label
-
-    @property
-    def snapshot_session(self) -> str:
-        """The session id its snapshots are kept under."""
-        return self.session_id or self.source.session_id()
 
 
 def process(
@@ -47,7 +41,8 @@ def process(
     provider: Summarizer | None = None,
     sync_directory: bool = True,
 ) -> Report:
-    """Do ``run.command`` on one input and write its result where the target says.
+    """Do ``run.command`` on one input and write its result where the target says. Its
+    summaries are written by ``provider``, else by the one ``run.provider`` names, built here.
 
     With ``sync_directory=False`` the rename of a written file is made durable by the caller
     (a batch fsyncs each folder once, at its end; see ``atomic.atomic_write``).
@@ -72,8 +67,9 @@ def _process(
         named = document.origin.path if destination.keeps_input else None
         subject = document.subject(run, run.time(), named)
         # who keeps the input and the result when a summary replaces the history
-        keeper = document.snapshot_keeper(target.snapshot_session, run, destination.keeps_input)
-        outcome = decide(run, subject, provider, keeper)
+        session = run.session_id or source.session_id()
+        keeper = document.snapshot_keeper(session, run, destination.keeps_input)
+        outcome = decide(run, subject, provider or summarizer_of(run), keeper)
         if run.dry_run:
             return Report.of(target.label, outcome)
         written = destination.write(document, subject, outcome, run, sync_directory)
@@ -86,3 +82,13 @@ def _process(
         warning=written.warning,
         copied=written.copied,
     )
+
+
+def summarizer_of(run: RunSettings) -> Summarizer | None:
+    """The summarizer ``run.provider`` names, if the run may ask one (None: the built-in
+    extractive one, when needed)."""
+    if run.provider is None or not run.needs_provider:
+        return None
+    from .providers.registry import build_provider  # micro never loads the providers
+
+    return build_provider(run.provider)

@@ -1,5 +1,5 @@
 """ctxpack's own version, as installed: part of what decides a batch result's bytes
-(``destinations.settings_key``) and what ``ctxpack mcp`` tells its client."""
+(``batch.start.settings_key``) and what ``ctxpack mcp`` tells its client."""
 
 from __future__ import annotations
 

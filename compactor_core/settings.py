@@ -3,13 +3,13 @@
 - ``Settings``: how a conversation is compacted. One frozen object serves micro, full and auto
   alike, so what micro compaction keeps is what the summarizer sees (``keep_recent=0`` truncates
   every result for both), and ``compat`` is one switch for the whole BareAgent profile.
-- ``RunSettings``: the one settings object of a run: its command with those settings, how
-  results are written (layout, backups, snapshots, or nothing: a dry run), and how an agent's
+- ``RunSettings``: the one settings object of a run: its command with those settings, who
+  writes its summaries (``providers.catalog.ProviderSettings``), how results are written
+  (layout, backups, snapshots and their session, or nothing: a dry run), and how an agent's
   session file is told apart and guarded while its agent runs. Every entry point takes it:
   ``compact``, ``compact_file``, ``process``, a batch, ``serve`` and ``replay``.
 
-All plain frozen data: they cross to batch worker processes and Dask workers. Who writes the
-summaries is ``providers.catalog.ProviderSettings``.
+All plain frozen data: they cross to batch worker processes and Dask workers.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from . import defaults
 
 if TYPE_CHECKING:
     from .conversation.tool_rules import Rules
+    from .providers.catalog import ProviderSettings
     from .recall.store import OriginalsStore
     from .snapshots.base import Snapshots
 
@@ -72,17 +73,19 @@ DEFAULT_SETTINGS = Settings()
 
 @dataclass(frozen=True)
 class RunSettings:
-    """Everything a run is told, for any of its inputs, besides the provider: the command and
-    how it compacts, how results are written, how agents' session files are guarded."""
+    """Everything a run is told, for any of its inputs: the command and how it compacts, who
+    summarizes, how results are written, how agents' session files are guarded."""
 
     # what is done: rescue is its repairs, then auto's steps while over threshold
     command: Command = "micro"
     settings: Settings = DEFAULT_SETTINGS
+    provider: ProviderSettings | None = None  # who writes the summaries; None: extractive
     measure: bool = False  # estimate before and after, for statistics
     # how a result is written, wherever it goes
     pretty: bool = False  # indented JSON (JSONL stays one line a message)
     backup_suffix: str | None = None  # in place: the original is also kept beside the file
     snapshots: Snapshots | None = None  # where originals and results are kept; None: nowhere
+    session_id: str | None = None  # what they are kept under; None: each input's own name
     originals: OriginalsStore | None = None  # where ``recall``'s originals are kept
     dry_run: bool = False  # decide and report, call no provider, write nothing
     # how an agent's session file is told apart and when it may be rewritten (SPEC §8.4)

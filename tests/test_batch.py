@@ -42,7 +42,6 @@ from compactor_core.errors import InputError, InputUnreadable, OutputError
 from compactor_core.process import Target, process
 from compactor_core.providers.base import SummaryRequest
 from compactor_core.providers.extractive import ExtractiveSummarizer
-from compactor_core.providers.registry import ProviderSettings
 from compactor_core.settings import RunSettings, Settings
 from compactor_core.snapshots.base import session_id_for_file
 from compactor_core.snapshots.local_store import SnapshotStore
@@ -73,7 +72,7 @@ def run_batch(
     targets: list[Target], settings: RunSettings, workers: int = 1, **options: Any
 ) -> Any:
     engine = Engine(jobs=workers, max_concurrency=options.pop("max_concurrency", 8))
-    return run_all(targets, settings, ProviderSettings(), engine, **options)
+    return run_all(targets, settings, engine, **options)
 
 
 # --- sessions to work on -------------------------------------------------------------------------

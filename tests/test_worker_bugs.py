@@ -21,7 +21,6 @@ from compactor_core.batch.engines import Engine, run_all
 from compactor_core.ends.sources import LocalFile
 from compactor_core.errors import InternalError
 from compactor_core.process import Target
-from compactor_core.providers.catalog import ProviderSettings
 from compactor_core.settings import RunSettings
 
 # ``process`` does each input through ``_process``; this one fails on bug.json as a bug would.
@@ -90,7 +89,7 @@ def test_a_target_with_no_destination_is_reported_as_a_bug(tmp_path: Path) -> No
     files = [write_session(tmp_path / f"s{seed}.json", seed=seed) for seed in range(4)]
     targets = [Target(LocalFile(path, str(path)), None) for path in files]  # type: ignore[arg-type]
     run = RunSettings("micro", dry_run=True)
-    reports = list(run_all(targets, run, ProviderSettings(), Engine(jobs=2)))
+    reports = list(run_all(targets, run, Engine(jobs=2)))
     assert sorted(report.label for report in reports) == sorted(map(str, files))
     for report in reports:
         assert isinstance(report.error, InternalError)

@@ -42,7 +42,7 @@ from ..compaction.outcome import Report
 from ..disk.atomic import fsync_directory
 from ..ends.documents import open_document
 from ..errors import ClusterError, ConfigError, CtxpackError, InternalError, WorkerDied
-from ..process import Target, process
+from ..process import Target, process, summarizer_of
 from ..providers.base import Summarizer
 from ..providers.catalog import ProviderSettings
 from ..providers.registry import build_provider
@@ -74,22 +74,20 @@ class Engine:
 def run_all(
     targets: Iterable[Target],
     run: RunSettings,
-    provider: ProviderSettings,
     engine: Engine = Engine(),
     stop: threading.Event | None = None,
 ) -> Iterator[Report]:
     """Every target's report, as each is done (see the module's docstring)."""
     stop = stop or threading.Event()
-    waits_on_model = run.needs_provider and provider.name != "extractive"
     if engine.kind == "dask":
         chunks = cluster_chunks(targets)
         with dask_pool(engine.scheduler, engine.workers) as pool:
-            for reports in stream(pool, do_chunk, chunks, (run, provider, True), stop):
+            for reports in stream(pool, do_chunk, chunks, (run, True), stop):
                 yield from reports
         return
     written: set[str] = set()
     try:
-        for report in _local(targets, run, provider, engine, waits_on_model, stop):
+        for report in _local(targets, run, engine, stop):
             if report.written:
                 written.add(report.written)
             yield report
@@ -99,15 +97,10 @@ def run_all(
 
 
 def _local(
-    targets: Iterable[Target],
-    run: RunSettings,
-    provider: ProviderSettings,
-    engine: Engine,
-    waits_on_model: bool,
-    stop: threading.Event,
+    targets: Iterable[Target], run: RunSettings, engine: Engine, stop: threading.Event
 ) -> Iterator[Report]:
-    if waits_on_model:
-        summarizer = build_provider(provider)
+    if _waits_on_model(run):
+        summarizer = summarizer_of(run)
         with local_pool(engine.max_concurrency, threads=True) as pool:
             work = ((target,) for target in targets)  # one input a task
             arguments = (run, summarizer)
@@ -118,13 +111,20 @@ def _local(
     if engine.workers > 1 and many:
         chunks = local_chunks(targets, engine.workers)
         with local_pool(engine.workers) as pool:
-            yield from _reported(stream(pool, do_chunk, chunks, (run, provider, False), stop))
+            yield from _reported(stream(pool, do_chunk, chunks, (run, False), stop))
         return
-    summarizer = build_provider(provider) if run.needs_provider else None
+    summarizer = summarizer_of(run)
     for target in targets:
         if stop.is_set():
             return
         yield _done(target, run, lambda: summarizer, sync=False)
+
+
+def _waits_on_model(run: RunSettings) -> bool:
+    """Whether a model writes the summaries (a network or command provider), so that the time
+    goes into waiting for it."""
+    provider = run.provider
+    return run.needs_provider and provider is not None and provider.name != "extractive"
 
 
 def estimate_all(
@@ -158,11 +158,9 @@ def _reported(results: Iterator[list[Report] | _Died]) -> Iterator[Report]:
 # --- what a task does ----------------------------------------------------------------------------
 
 
-def do_chunk(
-    chunk: Sequence[Target], run: RunSettings, provider: ProviderSettings, sync: bool
-) -> list[Report]:
+def do_chunk(chunk: Sequence[Target], run: RunSettings, sync: bool) -> list[Report]:
     """Do each input of a chunk (the task a worker process or a Dask worker runs)."""
-    return [_done(target, run, lambda: _provider(run, provider), sync) for target in chunk]
+    return [_done(target, run, lambda: _provider(run), sync) for target in chunk]
 
 
 def _do_with(chunk: Sequence[Target], run: RunSettings, provider: Summarizer) -> list[Report]:
@@ -202,14 +200,14 @@ _providers: dict[ProviderSettings, Summarizer] = {}
 _providers_lock = threading.Lock()
 
 
-def _provider(run: RunSettings, provider: ProviderSettings) -> Summarizer | None:
+def _provider(run: RunSettings) -> Summarizer | None:
     """One provider per worker process and settings, shared by its tasks (and HTTP pool)."""
-    if not run.needs_provider:
+    if run.provider is None or not run.needs_provider:
         return None
     with _providers_lock:
-        if provider not in _providers:
-            _providers[provider] = build_provider(provider)
-        return _providers[provider]
+        if run.provider not in _providers:
+            _providers[run.provider] = build_provider(run.provider)
+        return _providers[run.provider]
 
 
 # --- cutting the work up -------------------------------------------------------------------------

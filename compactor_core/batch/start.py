@@ -8,14 +8,15 @@ how many inputs it has, and their reports as each is done (``engines.run_all``).
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from ..compaction.outcome import Report
-from ..ends.destinations import settings_key
 from ..process import Target
 from ..providers.catalog import ProviderSettings
+from ..release import release
 from ..settings import RunSettings
 from .engines import Engine, run_all
 from .targets import DEFAULT_GLOBS, Listing, clean_up_after_killed_runs, find_targets
@@ -27,7 +28,6 @@ class Batch:
 
     targets: list[Target] | Iterator[Target]
     run: RunSettings
-    provider: ProviderSettings
     engine: Engine
 
     @property
@@ -40,13 +40,12 @@ class Batch:
         whenever the batch is more than one input, for its summary, even if ``run`` did not
         ask; once ``stop`` is set nothing more is started."""
         run = replace(self.run, measure=self.run.measure or self.total != 1)
-        return run_all(self.targets, run, self.provider, self.engine, stop)
+        return run_all(self.targets, run, self.engine, stop)
 
 
 def start_batch(
     names: Sequence[str],
     run: RunSettings,
-    provider: ProviderSettings | None,
     engine: Engine,
     *,
     recursive: bool = False,
@@ -55,13 +54,21 @@ def start_batch(
 ) -> Batch:
     """The batch over ``names`` (files, folders with ``recursive``, URLs), each result written
     in place or, with ``output_dir``, to its mirror there. The snapshot store's folder is never
-    an input. ``provider`` None: micro's, which asks none; ``globs`` empty: the default ones."""
-    provider = provider or ProviderSettings()
+    an input. ``globs`` empty: the default ones."""
     skip = [run.snapshots.location] if run.snapshots is not None else []
     listing = Listing(names, recursive, tuple(globs) or DEFAULT_GLOBS, output_dir, skip)
     if not listing.local:  # an object written records the settings that made it
-        listing = replace(listing, settings_key=settings_key(run, provider))
+        listing = replace(listing, settings_key=settings_key(run))
     targets = find_targets(listing)
     if isinstance(targets, list) and not run.dry_run:  # a dry run writes (and deletes) nothing
         clean_up_after_killed_runs(targets, skip)
-    return Batch(targets, run, provider, engine)
+    return Batch(targets, run, engine)
+
+
+def settings_key(run: RunSettings) -> str:
+    """What decides the bytes of a result, which an object written records: ctxpack's version,
+    the job, the layout, the provider (never its key)."""
+    provider = run.provider or ProviderSettings()
+    who = (provider.name, provider.model, provider.base_url, provider.command)
+    text = repr((release(), run.command, run.settings, run.pretty, who))
+    return hashlib.sha256(text.encode()).hexdigest()[:20]

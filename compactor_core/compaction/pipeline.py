@@ -403,7 +403,6 @@ def run(
     run_settings: RunSettings,
     conversation: Conversation,
     provider: Summarizer | None = None,
-    session_id: str = SESSION_ID,
     original: bytes | None = None,
     memo: Memo = NO_MEMO,
 ) -> Outcome:
@@ -411,12 +410,14 @@ def run(
 
     Without a provider, summaries are written by the built-in extractive one. A full compaction
     that replaces the history keeps the input (``original``, its bytes as read, if given) and the
-    result in ``run_settings.snapshots``, under ``session_id``. ``memo``: what the
-    cache-aware policy computed before of the same messages (a proxy's, for earlier requests).
+    result in ``run_settings.snapshots``, under its ``session_id`` (None: ``default``).
+    ``memo``: what the cache-aware policy computed before of the same messages (a proxy's, for
+    earlier requests).
     """
     subject = MessagesSubject(conversation, run_settings.settings, memo)
     keeper = None
     if run_settings.snapshots is not None:
+        session_id = run_settings.session_id or SESSION_ID
         keeper = SnapshotKeeper(
             run_settings.snapshots, session_id, conversation, run_settings.settings, original
         )

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 from ..compaction.outcome import Outcome, Report
 from ..compaction.pipeline import Subject
 from ..errors import OutputError, UsageError
-from ..release import release
 from ..settings import RunSettings
 from .documents import Document
 from .sources import Source
@@ -36,8 +35,6 @@ from .written import NOTHING_WRITTEN, SETTINGS, SOURCE, TOKENS, Written, record
 
 if TYPE_CHECKING:
     from pathlib import Path  # in annotations only: pathlib takes 4 ms to import
-
-    from ..providers.catalog import ProviderSettings
 
 
 class _Elsewhere:
@@ -214,13 +211,3 @@ def _current(name: str, key: str, source_version: str | None) -> Report | None:
         tokens_after=int(after) if after.isdigit() else None,
     )
     return Report(name, outcome, skipped=True)
-
-
-def settings_key(run: RunSettings, provider: ProviderSettings) -> str:
-    """What decides the bytes of a result: ctxpack's version, the job, the layout, the provider
-    (never its key)."""
-    who = (provider.name, provider.model, provider.base_url, provider.command)
-    import hashlib  # here: hashlib takes 5 ms to import, and a filter to stdout needs no key
-
-    text = repr((release(), run.command, run.settings, run.pretty, who))
-    return hashlib.sha256(text.encode()).hexdigest()[:20]

@@ -113,41 +113,5 @@ class ProviderSettings:
             raise ConfigError(f"no API key for provider {self.name!r}{where}")
 
 
-@dataclass(frozen=True)
-class ProviderRequest:
-    """A provider as a front end asks for it: by name, with what the user set (the command line
-    layers its flags, ``CTXPACK_*`` variables and config file), and the environment the
-    provider's own variables are read from: its key (or the one ``key_env`` names) and its base
-    URL (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``). ``settings`` checks and resolves it."""
-
-    name: str = "extractive"
-    model: str | None = None
-    base_url: str | None = None  # set outside the config file; None: not
-    file_base_url: str | None = None  # the config file's, under the provider's own variable
-    timeout: float = defaults.TIMEOUT
-    retries: int = defaults.RETRIES
-    command: str | None = None
-    key_env: str | None = None  # the variable the config file names for the key
-    environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
-
-    def settings(self) -> ProviderSettings:
-        """The provider's settings; ConfigError for an unknown provider."""
-        spec = spec_of(self.name)
-        key_variable = self.key_env or spec.key_variable
-        own_url = self.environ.get(spec.base_url_variable) if spec.base_url_variable else None
-        return ProviderSettings(
-            name=self.name,
-            model=self.model,
-            base_url=self.base_url if self.base_url is not None else own_url or self.file_base_url,
-            api_key=self.environ.get(key_variable) if key_variable else None,
-            key_variable=key_variable,
-            timeout=self.timeout,
-            retries=self.retries,
-            command=self.command,
-            environment=dict(self.environ) if self.name == "command" else None,
-            key_required=True if self.key_env and spec.is_network else None,
-        )
-
-
 def _host(url: str | None) -> str | None:
     return urlsplit(url).hostname if url else None
