@@ -93,13 +93,12 @@ def run_settings(
     out: Output,
 ) -> RunSettings:
     """What the run is told: its command and settings, who summarizes, what the shared options
-    say (the core adds the stores: ``run_request.resolve``). Snapshots of a stream are kept
-    under ``--session-id``; a batch's under each input's own name."""
+    say (the core adds the stores: ``run_request.resolve``)."""
     return RunSettings(
         command,
         settings,
         provider=resolver.provider() if command != "micro" else None,
-        session_id=None if out.is_batch else resolver.get("session_id"),
+        session_id=resolver.get("session_id"),
         measure=out.measures,
         pretty=options["pretty"],
         backup_suffix=options["backup"],

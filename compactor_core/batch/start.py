@@ -54,7 +54,9 @@ def start_batch(
 ) -> Batch:
     """The batch over ``names`` (files, folders with ``recursive``, URLs), each result written
     in place or, with ``output_dir``, to its mirror there. The snapshot store's folder is never
-    an input. ``globs`` empty: the default ones."""
+    an input. ``globs`` empty: the default ones. Each input's snapshots are kept under its own
+    name: ``run.session_id`` names one conversation's, not a batch's."""
+    run = replace(run, session_id=None)
     skip = [run.snapshots.location] if run.snapshots is not None else []
     listing = Listing(names, recursive, tuple(globs) or DEFAULT_GLOBS, output_dir, skip)
     if not listing.local:  # an object written records the settings that made it
