@@ -21,7 +21,7 @@ from strategies_full import expected_pending, full_conversations
 from support_full import FAILING_PROVIDERS, PREFIX, SEED_ACK, RecordingProvider
 
 from compactor_core.compaction.estimate import quarters_to_tokens, text_quarters
-from compactor_core.compaction.full import full_compact
+from compactor_core.compaction.full import full_compact, summarizable
 from compactor_core.providers.extractive import ExtractiveSummarizer
 from compactor_core.settings import Settings
 
@@ -33,6 +33,10 @@ keep_recent = st.sampled_from([0, 1, 3])
 
 def systems(messages: list[Message]) -> list[Message]:
     return [message for message in messages if message.get("role") == "system"]
+
+
+def has_source(messages: list[Message], pending: list[int]) -> bool:
+    return any(m.get("role") != "system" for i, m in enumerate(messages) if i not in pending)
 
 
 def check_compacted(messages: list[Message], result: list[Message], summary: str) -> None:
@@ -59,8 +63,7 @@ def test_fixed_text_provider(data: st.DataObject) -> None:
     result = full_compact(messages, provider, micro)
     assert messages == before
     pending, _ = expected_pending(messages)
-    has_source = any(m.get("role") != "system" for i, m in enumerate(messages) if i not in pending)
-    if not has_source:
+    if not has_source(messages, pending):
         assert result.status == "nothing" and result.messages is messages
         assert provider.requests == []
         return
@@ -73,6 +76,30 @@ def test_fixed_text_provider(data: st.DataObject) -> None:
     assert all(m.get("role") != "system" for m in sent)
     assert len(sent) == sum(
         1 for i, m in enumerate(messages) if i not in pending and m.get("role") != "system"
+    )
+
+
+@PROPERTIES
+@given(data=st.data())
+def test_the_pending_turn_found_first_is_the_one_full_compaction_finds(
+    data: st.DataObject,
+) -> None:
+    """The pipeline tells a no-op first (``summarizable``) and hands the turn it found on."""
+    messages = data.draw(st.sampled_from(STYLES).flatmap(full_conversations))
+    chosen = Settings(lang="zh", keep_recent=data.draw(keep_recent))
+    expected, acknowledge = expected_pending(messages)
+    pending = summarizable(messages)
+    if not has_source(messages, expected):
+        assert pending is None
+        return
+    assert pending is not None
+    assert (list(pending.indexes), pending.acknowledge) == (expected, acknowledge)
+    handed = full_compact(messages, RecordingProvider("摘要 ok"), chosen, pending=pending)
+    found = full_compact(messages, RecordingProvider("摘要 ok"), chosen)
+    assert (handed.status, handed.messages, handed.pending) == (
+        found.status,
+        found.messages,
+        found.pending,
     )
 
 

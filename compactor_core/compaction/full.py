@@ -8,7 +8,7 @@ failure the input comes back exactly as it was: full compaction is best effort, 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..conversation import language
 from ..conversation.formats import Message
@@ -47,16 +47,19 @@ def full_compact(
     messages: list[Message],
     provider: Summarizer,
     settings: Settings = DEFAULT_SETTINGS,
+    *,
+    pending: PendingTurn | None = None,
 ) -> FullResult:
     """Summarize the history of ``messages``; never modifies ``messages`` itself.
 
     Snapshots are the caller's (``pipeline``): it knows the input's bytes, which a snapshot keeps.
     So is the check that ``provider`` can be asked at all (``providers.base.check_ready``): made
     once, before the snapshot, a missing API key is a configuration error, not a failed summary.
+    A caller that must tell a no-op first (``summarizable``) passes the ``pending`` turn it found.
     """
-    settings = replace(settings, lang=language.resolve(settings.lang, messages, settings.compat))
-    pending = find_pending_turn(messages, settings.compat)
-    if not has_source(messages, pending):
+    if pending is None:
+        pending = summarizable(messages, settings.compat)
+    if pending is None:
         return FullResult(messages, Status.NOTHING)
 
     working, _ = micro_compact(messages, settings)  # the pending turn counts among the kept
@@ -65,46 +68,57 @@ def full_compact(
         for index, message in enumerate(working)
         if index not in pending.indexes and message.get("role") != "system"
     ]
+    request = _request(source, messages, settings)
     try:
-        summary, cut_off = _summarize(source, tool_names(messages), provider, settings, messages)
+        summary, cut_off = _ask(provider, request, settings.keep_cut_off)
+        if not settings.compat:  # the reference takes whatever comes back
+            _check_summary(summary, source, provider.name)
     except ProviderError as error:
         return FullResult(messages, Status.FAILED, error)
 
     # The reference rebuilds from its micro-compacted list: its system messages and pending turn
     # come back as micro left them.
-    result = rebuild(working if settings.compat else messages, pending, summary, settings.lang)
+    result = rebuild(working if settings.compat else messages, pending, summary, request.lang)
     return FullResult(result, Status.COMPACTED, None, summary, cut_off, pending)
 
 
-def has_source(messages: list[Message], pending: PendingTurn) -> bool:
-    return any(
+def summarizable(messages: list[Message], compat: bool = False) -> PendingTurn | None:
+    """The pending turn a summary of ``messages`` leaves out; None if nothing else is there to
+    summarize (system messages only): a no-op, which needs no snapshot and no model."""
+    pending = find_pending_turn(messages, compat)
+    if any(
         message.get("role") != "system"
         for index, message in enumerate(messages)
         if index not in pending.indexes
-    )
+    ):
+        return pending
+    return None
 
 
-def _summarize(
-    source: list[Message],
-    names: dict,
-    provider: Summarizer,
-    settings: Settings,
-    original: list[Message],
-) -> tuple[str, SummaryCutOff | None]:
-    system = system_prompt(settings.lang, settings.instructions)
+def _request(source: list[Message], original: list[Message], settings: Settings) -> SummaryRequest:
+    """What the provider is asked: the prompts in the conversation's language (``--lang auto``),
+    with the history serialized as the reference does (compat) or fitted under
+    ``max_prompt_tokens``. ``original``: the conversation as it came."""
+    lang = language.resolve(settings.lang, original, settings.compat)
+    system = system_prompt(lang, settings.instructions)
     if settings.compat:
-        sent, user = source, user_prompt(settings.lang, bareagent.serialize(source))
+        sent, user = source, user_prompt(lang, bareagent.serialize(source))
     else:
         budget, tokens = settings.max_prompt_tokens, counter(settings.tokenizer)
-        sent, user = fit_prompt(source, names, settings.lang, system, budget, tokens)
-    request = SummaryRequest(
-        system, user, settings.max_tokens, sent, settings.lang, original, history=source
-    )
+        names = tool_names(original)
+        sent, user = fit_prompt(source, names, lang, system, budget, tokens)
+    return SummaryRequest(system, user, settings.max_tokens, sent, lang, original, history=source)
+
+
+def _ask(
+    provider: Summarizer, request: SummaryRequest, keep_cut_off: bool
+) -> tuple[str, SummaryCutOff | None]:
+    """The provider's summary, and its cut-off if one is kept; any failure a ProviderError."""
     cut_off = None
     try:
         summary = provider.summarize(request)
     except SummaryCutOff as error:
-        if not settings.keep_cut_off:
+        if not keep_cut_off:
             raise
         summary, cut_off = error.summary, error
     except ProviderError:
@@ -113,8 +127,6 @@ def _summarize(
         raise ProviderError(f"{provider.name}: {type(error).__name__}: {error}") from error
     if not isinstance(summary, str):
         raise ProviderError(f"{provider.name}: the reply is not text")
-    if not settings.compat:
-        _check_summary(summary, source, provider.name)
     return summary, cut_off
 
 
@@ -128,6 +140,15 @@ def _check_summary(summary: str, source: list[Message], provider_name: str) -> N
             f"{provider_name}: the summary ({summary_tokens} tokens) is not smaller than the "
             f"history it would replace ({source_tokens} tokens)"
         )
+
+
+def without_summary(
+    messages: list[Message], pending: PendingTurn, settings: Settings
+) -> list[Message]:
+    """The result a summary would give, with an empty summary: what a dry run counts (the
+    acknowledgement in the conversation's language)."""
+    lang = language.resolve(settings.lang, messages, settings.compat)
+    return rebuild(messages, pending, "", lang)
 
 
 def rebuild(

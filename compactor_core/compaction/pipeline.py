@@ -66,7 +66,7 @@ class Subject(Protocol):
     def take_summary(self, compacted: FullResult) -> int:
         """Make the summary the result; return the result's estimate."""
 
-    def tokens_without_summary(self, pending: PendingTurn, lang: str) -> int:
+    def tokens_without_summary(self, pending: PendingTurn) -> int:
         """The estimate of the result a summary would give, with an empty summary (a dry run)."""
 
     def for_the_cache(
@@ -205,24 +205,22 @@ def _summary_step(
     A dry run says what the summary would give at most: the result with the summary at its whole
     budget, and never more than the subject is now (a summary must be smaller than what it
     replaces, or it fails and nothing changes)."""
-    from ..conversation import language
     from ..providers.base import check_ready
-    from .full import find_pending_turn, full_compact, has_source
+    from .full import full_compact, summarizable
 
     history = subject.history()
-    pending = find_pending_turn(history, settings.compat)
-    if not has_source(history, pending):  # a no-op: no snapshot, no model call
+    pending = summarizable(history, settings.compat)
+    if pending is None:  # a no-op: no snapshot, no model call
         return Outcome(full=Status.NOTHING)
     if dry_run:
-        lang = language.resolve(settings.lang, history, settings.compat)
-        most = subject.tokens_without_summary(pending, lang) + settings.max_tokens
+        most = subject.tokens_without_summary(pending) + settings.max_tokens
         return Outcome(
             changed=True, full=Status.WOULD_RUN, tokens_after=min(most, subject.tokens())
         )
     provider = provider or default_provider()
     check_ready(provider)  # a missing API key: exit 78, before any snapshot
     taken = keeper.before_summary() if keeper is not None else ()
-    compacted = full_compact(history, provider, settings)
+    compacted = full_compact(history, provider, settings, pending=pending)
     if compacted.status != Status.COMPACTED:
         return Outcome(full=compacted.status, error=compacted.error, snapshots=taken)
     tokens_after = subject.take_summary(compacted)
@@ -303,10 +301,10 @@ class MessagesSubject:
         self._take(compacted.messages)
         return self.tokens()
 
-    def tokens_without_summary(self, pending: PendingTurn, lang: str) -> int:
-        from .full import rebuild
+    def tokens_without_summary(self, pending: PendingTurn) -> int:
+        from .full import without_summary
 
-        frame = rebuild(self.input.messages, pending, "", lang)
+        frame = without_summary(self.input.messages, pending, self.settings)
         return measure(self.input.with_messages(frame), self.settings)
 
     def for_the_cache(self, provider: Summarizer, keeper: Keeper | None, dry_run: bool) -> Outcome:

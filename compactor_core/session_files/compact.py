@@ -123,7 +123,7 @@ class SessionSubject:
         self.kept = tuple(self.index.format.kept_in_place(compaction))
         return self.tokens()
 
-    def tokens_without_summary(self, pending: PendingTurn, lang: str) -> int:
+    def tokens_without_summary(self, pending: PendingTurn) -> int:
         compaction = self._compaction("", [], pending)
         agent_format = self.index.format
         return self._appended_tokens(
