@@ -42,7 +42,7 @@ def process(
     sync_directory: bool = True,
 ) -> Report:
     """Do ``run.command`` on one input and write its result where the target says. Its
-    summaries are written by ``provider``, else by the one ``run.provider`` names, built here.
+    summaries are written by ``provider``, else by the one ``run.provider`` names.
 
     With ``sync_directory=False`` the rename of a written file is made durable by the caller
     (a batch fsyncs each folder once, at its end; see ``atomic.atomic_write``).
@@ -69,7 +69,7 @@ def _process(
         # who keeps the input and the result when a summary replaces the history
         session = run.session_id or source.session_id()
         keeper = document.snapshot_keeper(session, run, destination.keeps_input)
-        outcome = decide(run, subject, provider or summarizer_of(run), keeper)
+        outcome = decide(run, subject, provider, keeper)
         if run.dry_run:
             return Report.of(target.label, outcome)
         written = destination.write(document, subject, outcome, run, sync_directory)
@@ -82,13 +82,3 @@ def _process(
         warning=written.warning,
         copied=written.copied,
     )
-
-
-def summarizer_of(run: RunSettings) -> Summarizer | None:
-    """The summarizer ``run.provider`` names, if the run may ask one (None: the built-in
-    extractive one, when needed)."""
-    if run.provider is None or not run.needs_provider:
-        return None
-    from .providers.registry import build_provider  # micro never loads the providers
-
-    return build_provider(run.provider)

@@ -64,8 +64,8 @@ def test_snapshots_only_when_this_request_is_cut(tmp_path: Path) -> None:
     messages = session(8)
 
     def auto(history: list[dict[str, Any]]) -> Any:
-        told = RunSettings("auto", settings, snapshots=store)
-        return run(told, Conversation(copy.deepcopy(history)), None, "s", original=b"[]")
+        told = RunSettings("auto", settings, snapshots=store, session_id="s")
+        return run(told, Conversation(copy.deepcopy(history)), original=b"[]")
 
     cut_now = next(p for p in request_points(messages) if plan(messages[:p], settings).cuts_now)
     first = auto(messages[:cut_now])

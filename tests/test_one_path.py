@@ -6,6 +6,7 @@ start of a filter run on every agent turn."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -192,3 +193,30 @@ def test_micro_of_a_piped_array_loads_no_session_machinery() -> None:
     # the conversation three times over: each old result is repeated later, so stale
     assert done.returncode == 0 and b"[superseded:" in done.stdout
     assert done.stderr.decode().splitlines() == ["[]", "False"]
+
+
+def test_a_provider_is_loaded_only_once_a_summary_is_asked_of_it() -> None:
+    """auto under its threshold with a network provider loads none of the providers' modules
+    (nor needs the key it would need)."""
+    code = (
+        "import sys\n"
+        "sys.argv = ['ctxpack', 'auto', '--policy', 'every-turn', '--provider', 'openai']\n"
+        "from cli.main import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as end:\n"
+        "    assert not end.code, end.code\n"
+        "loaded = ('openai', 'http', 'extractive')\n"
+        "print([m for m in loaded if 'compactor_core.providers.' + m in sys.modules])\n"
+    )
+    environment = {key: value for key, value in os.environ.items() if "API_KEY" not in key}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps([{"role": "user", "content": "hi"}]).encode(),
+        capture_output=True,
+        cwd=REPO,
+        env={**environment, "PYTHONPATH": str(REPO), "CTXPACK_CONFIG": os.devnull},
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().splitlines()[-1] == "[]"

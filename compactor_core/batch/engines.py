@@ -39,10 +39,11 @@ from typing import Any, TypeVar
 from .. import defaults
 from ..compaction.corpus_stats import Tally
 from ..compaction.outcome import Report
+from ..compaction.pipeline import summarizer_of
 from ..disk.atomic import fsync_directory
 from ..ends.documents import open_document
 from ..errors import ClusterError, ConfigError, CtxpackError, InternalError, WorkerDied
-from ..process import Target, process, summarizer_of
+from ..process import Target, process
 from ..providers.base import Summarizer
 from ..providers.catalog import ProviderSettings
 from ..providers.registry import build_provider

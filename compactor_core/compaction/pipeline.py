@@ -99,9 +99,11 @@ def decide(
     provider: Summarizer | None = None,
     keeper: Keeper | None = None,
 ) -> Outcome:
-    """What ``run_settings`` does to ``subject``. A dry run calls no provider and keeps nothing:
+    """What ``run_settings`` does to ``subject``, its summaries written by ``provider`` (None:
+    the one ``run_settings.provider`` names). A dry run calls no provider and keeps nothing:
     a summary that would be asked for is WOULD_RUN, its tokens after counted at its whole budget."""
     settings, dry_run = run_settings.settings, run_settings.dry_run
+    provider = provider or summarizer_of(run_settings)
     measure = run_settings.measure or dry_run or subject.measured
     before = subject.tokens() if measure else None
     if run_settings.command == "full":
@@ -233,6 +235,16 @@ def _summary_step(
         tokens_after=tokens_after,
         snapshots=taken,
     )
+
+
+def summarizer_of(run_settings: RunSettings) -> Summarizer | None:
+    """The summarizer ``run_settings.provider`` names (None: the extractive one), if the run may
+    ask one (None for micro and a dry run); built once a summary is asked of it."""
+    if not run_settings.needs_provider:
+        return None
+    from ..providers.registry import Deferred, ProviderSettings  # micro never loads them
+
+    return Deferred(run_settings.provider or ProviderSettings())
 
 
 def default_provider() -> Summarizer:

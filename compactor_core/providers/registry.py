@@ -2,21 +2,24 @@
 ``defaults.PROVIDER_NAMES``, the CLI's ``--provider`` choices, names the same ones in the same
 order (a test keeps the two in step).
 
-Each provider's module is imported only when it is built, so a run that never summarizes never
-pays for httpx.
+Each provider's module is imported only when it is built, and a run's provider is built only
+when a summary is asked of it (``Deferred``), so a run that never summarizes (``auto`` under its
+threshold) never pays for httpx.
 """
 
 from __future__ import annotations
 
 import importlib
+import threading
 from typing import TYPE_CHECKING, Any
 
+from .base import check_ready
 from .catalog import ProviderSettings, spec_of
 
 if TYPE_CHECKING:
-    from .base import Summarizer
+    from .base import Summarizer, SummaryRequest
 
-__all__ = ["ProviderSettings", "build_provider", "provider"]
+__all__ = ["Deferred", "ProviderSettings", "build_provider", "provider"]
 
 
 def build_provider(settings: ProviderSettings, **client: Any) -> Summarizer:
@@ -42,3 +45,31 @@ def provider(name: str = "extractive", **settings: Any) -> Summarizer:
     'claude-3-5-haiku-latest'
     """
     return build_provider(ProviderSettings(name, **settings))
+
+
+class Deferred:
+    """The provider ``settings`` name, built the first time it is asked anything (``ready``,
+    ``summarize``) and then shared, also by threads."""
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        self.settings = settings
+        self.name = settings.name
+        self._built: Summarizer | None = None
+        self._lock = threading.Lock()
+
+    def built(self) -> Summarizer:
+        with self._lock:
+            if self._built is None:
+                self._built = build_provider(self.settings)
+            return self._built
+
+    @property
+    def deterministic(self) -> bool:
+        """Whether the provider writes the same summary for the same history (it says so)."""
+        return bool(getattr(self.built(), "deterministic", False))
+
+    def ready(self) -> None:
+        check_ready(self.built())
+
+    def summarize(self, request: SummaryRequest) -> str:
+        return self.built().summarize(request)
