@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .base import check_ready
@@ -47,15 +48,18 @@ def provider(name: str = "extractive", **settings: Any) -> Summarizer:
     return build_provider(ProviderSettings(name, **settings))
 
 
+@dataclass(eq=False)  # one provider: equal only to itself
 class Deferred:
     """The provider ``settings`` name, built the first time it is asked anything (``ready``,
     ``summarize``) and then shared, also by threads."""
 
-    def __init__(self, settings: ProviderSettings) -> None:
-        self.settings = settings
-        self.name = settings.name
-        self._built: Summarizer | None = None
-        self._lock = threading.Lock()
+    settings: ProviderSettings
+    _built: Summarizer | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.settings.name
 
     def built(self) -> Summarizer:
         with self._lock:
