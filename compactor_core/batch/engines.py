@@ -46,7 +46,7 @@ from ..errors import ClusterError, ConfigError, CtxpackError, InternalError, Wor
 from ..process import Target, process
 from ..providers.base import Summarizer
 from ..providers.catalog import ProviderSettings
-from ..providers.registry import build_provider
+from ..providers.registry import Deferred
 from ..settings import RunSettings
 from .orphans import die_with_parent
 
@@ -202,12 +202,13 @@ _providers_lock = threading.Lock()
 
 
 def _provider(run: RunSettings) -> Summarizer | None:
-    """One provider per worker process and settings, shared by its tasks (and HTTP pool)."""
+    """One provider per worker process and settings, shared by its tasks (and HTTP pool), built
+    once a summary is asked of it."""
     if run.provider is None or not run.needs_provider:
         return None
     with _providers_lock:
         if run.provider not in _providers:
-            _providers[run.provider] = build_provider(run.provider)
+            _providers[run.provider] = Deferred(run.provider)
         return _providers[run.provider]
 
 

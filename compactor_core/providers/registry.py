@@ -3,8 +3,8 @@
 order (a test keeps the two in step).
 
 Each provider's module is imported only when it is built, and a run's provider is built only
-when a summary is asked of it (``Deferred``), so a run that never summarizes (``auto`` under its
-threshold) never pays for httpx.
+when a summary is asked of it (``Deferred``): a run that never summarizes (``auto`` under its
+threshold) loads no provider's module, and httpx only once a request is sent.
 """
 
 from __future__ import annotations
