@@ -273,7 +273,10 @@ class TextCollector:
             self.texts.append(value)
         elif isinstance(value, list):
             for item in value:
-                self.value(item)
+                if type(item) is dict:  # the commonest item: a block, sent on at once
+                    self.block(item)
+                else:
+                    self.value(item)
         elif isinstance(value, dict):
             self.block(value)
         else:  # numbers and booleans: their JSON text
@@ -285,15 +288,23 @@ class TextCollector:
             self.name(block, "")
             self.tool_input(block.get("input"))
             return
-        self.value(block.get("text"))
+        # A key the block lacks adds nothing: it is not looked into (a block has few of them).
+        text = block.get("text")
+        if text is not None:
+            self.value(text)
         content = block.get("content")
-        if kind == "tool_result" and isinstance(content, dict) and not self.compat:
+        if content is None:
+            pass
+        elif kind == "tool_result" and isinstance(content, dict) and not self.compat:
             self.values.append(content)  # any JSON value is a result: as its text
         else:
             self.value(content)
-        self.tool_input(block.get("input"))
+        tool_input = block.get("input")
+        if tool_input is not None:
+            self.tool_input(tool_input)
         if kind != "tool_result":
-            self.name(block, None)
+            if "name" in block:  # without one, neither profile counts a name here
+                self.name(block, None)
             # an image's tokens are its pixels' (a Gemini part has no type, but inlineData)
             if kind is None:
                 if "inlineData" in block and not self.compat:

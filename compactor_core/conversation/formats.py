@@ -227,26 +227,26 @@ def _scan(value: Any, limit: float = math.inf) -> tuple[bool, bool]:
     """Whether arrays and objects nest more than ``limit`` levels inside ``value`` (itself the
     first), and whether it holds a float of magnitude 2**63 or more: both in one walk.
 
-    Level by level; a level too deep ends the walk, so the second answer may then miss a float.
-    Parsed JSON holds exact dicts and lists only, so ``type(...) is`` (faster than isinstance)
-    tells them apart.
+    Depth first, in the order the parser made the values, which keeps the walk in step with
+    memory (level by level takes half as long again on a big conversation); a stack of iterators
+    rather than recursion, so no nesting exhausts Python's. A level too deep ends the walk, so the
+    second answer may then miss a float. Parsed JSON holds exact dicts and lists only, so
+    ``type(...) is`` (faster than isinstance) tells them apart.
     """
     huge = False
-    level: list[Any] = [[value]]  # the walk looks at children: ``value`` is the first level
-    depth = 0
-    while level:
-        if depth > limit:
-            return True, huge
-        children = []
-        for item in level:
-            for child in item.values() if type(item) is dict else item:
-                kind = type(child)
-                if kind is dict or kind is list:
-                    children.append(child)
-                elif kind is float and not -_HUGE < child < _HUGE:
-                    huge = True
-        level = children
-        depth += 1
+    pending = [iter((value,))]  # the iterator of every container being walked, outermost first
+    while pending:
+        for child in pending[-1]:
+            kind = type(child)
+            if kind is dict or kind is list:
+                if len(pending) > limit:
+                    return True, huge
+                pending.append(iter(child.values() if kind is dict else child))
+                break  # the child first; this container's iterator goes on after it
+            if kind is float and not -_HUGE < child < _HUGE:
+                huge = True
+        else:
+            pending.pop()
     return False, huge
 
 
