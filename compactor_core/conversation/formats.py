@@ -238,6 +238,8 @@ def _scan(value: Any, limit: float = math.inf) -> tuple[bool, bool]:
     while pending:
         for child in pending[-1]:
             kind = type(child)
+            if kind is str:  # the commonest by far: told first
+                continue
             if kind is dict or kind is list:
                 if len(pending) > limit:
                     return True, huge
