@@ -149,10 +149,18 @@ class Resolver:
         self.flags = flags
         self.environ = environ
         self._config: dict[str, Any] | None = None
+        self._file_of: dict[tuple[str, ...], str] = {}  # a key (a table's key) -> its file
 
     @property
     def config_path(self) -> str:
+        """The user's config file."""
         return user_path(self.environ)
+
+    def file_of(self, *key: str) -> str:
+        """The config file that set ``key`` (a table, or a key in a table) last: the one an
+        error in its value names."""
+        _ = self.config  # the files read, and where each key comes from
+        return self._file_of.get(key, self.config_path)
 
     @property
     def state_folder(self) -> str:
@@ -173,6 +181,9 @@ class Resolver:
                     inner = self._config.get(key)
                     both = isinstance(value, dict) and isinstance(inner, dict)
                     self._config[key] = {**inner, **value} if both else value
+                    self._file_of[(key,)] = file.path
+                    for table_key in value if isinstance(value, dict) else ():
+                        self._file_of[(key, table_key)] = file.path
         return self._config
 
     def get(self, name: str, provider: str | None = None) -> Any:
@@ -196,19 +207,21 @@ class Resolver:
         """The config file's value of setting ``name`` (a provider's own table first), else its
         default."""
         setting = SETTINGS[name]
-        value = self._from_file(setting, provider)
+        value, key = self._from_file(setting, provider)
         if value is None:
             return setting.default
-        return self._converted(setting, value, f"{self.config_path}: {setting.file_key}")
+        return self._converted(setting, value, f"{self.file_of(*key)}: {setting.file_key}")
 
-    def _from_file(self, setting: Setting, provider: str | None) -> Any:
+    def _from_file(self, setting: Setting, provider: str | None) -> tuple[Any, tuple[str, ...]]:
+        """The file's value of ``setting`` (None: none) and where it is: a key, or a
+        provider's table and key."""
         if setting.file_key is None:
-            return None
+            return None, ()
         table = self.config.get(provider) if provider and setting.provider_table else None
         if isinstance(table, dict) and setting.file_key in table:
-            return table[setting.file_key]
+            return table[setting.file_key], (str(provider), setting.file_key)
         value = self.config.get(setting.file_key)
-        return None if isinstance(value, dict) else value
+        return (None if isinstance(value, dict) else value), (setting.file_key,)
 
     def _converted(self, setting: Setting, value: Any, where: str) -> Any:
         if setting.convert is None:

@@ -126,7 +126,7 @@ def compact_inputs(
     run = run_request.resolve(
         told,
         tools=resolver.config.get(defaults.TOOLS_TABLE),
-        config_path=resolver.config_path,
+        config_path=resolver.file_of(defaults.TOOLS_TABLE),
         keeps_snapshots=keeps and not options["no_snapshot"],
         snapshot_dir=resolver.get("snapshot_dir"),
         state_home=resolver.environ.get("XDG_STATE_HOME"),

@@ -170,7 +170,9 @@ def serve(
     told = RunSettings("auto", resolve.settings(given, resolver, summarizing=True))
     tools = resolver.config.get(defaults.TOOLS_TABLE)
     # serve keeps no snapshots (no session id, no store): its settings take the [tools] rules
-    settings = run_request.resolve(told, tools=tools, config_path=resolver.config_path).settings
+    settings = run_request.resolve(
+        told, tools=tools, config_path=resolver.file_of(defaults.TOOLS_TABLE)
+    ).settings
     listening = _listen(host, port)
     address = _address(listening)
     provider = _not_through_itself(resolver.provider(), address, upstream)

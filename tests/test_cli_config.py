@@ -117,6 +117,15 @@ def test_a_projects_protection_list_keeps_a_tools_results(tmp_path: Path) -> Non
             "{project}: 'api_key' is not allowed: keep API keys in the environment "
             "(name the variable with api_key_env)",
         ),
+        (
+            'provider = "nope"\n',
+            "{project}: provider must be one of extractive, openai, anthropic, command, got 'nope'",
+        ),
+        (
+            '[tools.grep]\nkind = "nope"\n',
+            "{project}: [tools].grep.kind must be one of read, write, patch, list, run, search, "
+            "none",
+        ),
     ],
 )
 def test_a_bad_setting_is_one_line_naming_the_file_and_the_key(
