@@ -295,11 +295,9 @@ class TextCollector:
         if text is not None:
             self.value(text)
         content = block.get("content")
-        if content is None:
-            pass
-        elif kind == "tool_result" and isinstance(content, dict) and not self.compat:
+        if kind == "tool_result" and isinstance(content, dict) and not self.compat:
             self.values.append(content)  # any JSON value is a result: as its text
-        else:
+        elif content is not None:
             self.value(content)
         tool_input = block.get("input")
         if tool_input is not None:
