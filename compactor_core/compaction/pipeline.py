@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ..providers.base import Summarizer
+    from ..providers.catalog import ProviderSettings
     from ..snapshots.base import Snapshots
     from .full import FullResult, PendingTurn
 
@@ -238,19 +239,17 @@ def _summary_step(
 
 
 def summarizer_of(run_settings: RunSettings) -> Summarizer | None:
-    """The summarizer ``run_settings.provider`` names (None: the extractive one), if the run may
-    ask one (None for micro and a dry run); built once a summary is asked of it."""
-    if not run_settings.needs_provider:
-        return None
+    """The summarizer ``run_settings.provider`` names, if the run may ask one (None for micro
+    and a dry run)."""
+    return default_provider(run_settings.provider) if run_settings.needs_provider else None
+
+
+def default_provider(provider: ProviderSettings | None = None) -> Summarizer:
+    """The provider ``provider`` names (None: the built-in extractive one), built once a summary
+    is asked of it."""
     from ..providers.registry import Deferred, ProviderSettings  # micro never loads them
 
-    return Deferred(run_settings.provider or ProviderSettings())
-
-
-def default_provider() -> Summarizer:
-    from ..providers.extractive import ExtractiveSummarizer
-
-    return ExtractiveSummarizer()
+    return Deferred(provider or ProviderSettings())
 
 
 # --- a conversation of messages, in memory -------------------------------------------------------
