@@ -16,6 +16,7 @@ def main() -> None:
 
         statusline()
         return
+    from . import io
     from .main import main as every_command
 
-    every_command()
+    io.run_to_the_end(every_command)

@@ -12,13 +12,14 @@ import pty
 import signal
 import stat
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 from bad_inputs import BAD_INPUTS, assert_one_line_error, bad_file
-from helpers import CORPUS, CTXPACK, corpus_files, dumps, fingerprint, run
+from helpers import CORPUS, CTXPACK, REPO, corpus_files, dumps, fingerprint, run
 
 from cli.exit_codes import ExitStatus
 from compactor_core.snapshots.base import session_id_for_file
@@ -564,3 +565,37 @@ def test_session_ids_with_slashes_or_dots_are_a_usage_error(
     restore = run("restore", "--session-id", session_id)
     assert restore.returncode == ExitStatus.USAGE
     assert_one_line_error(restore.stdout, restore.stderr, "invalid session id")
+
+
+# --- the executable ends without freeing what it read --------------------------------------------
+
+_KEEPING = """\
+import atexit, sys
+from cli import io
+atexit.register(lambda: print("teardown ran"))
+def command():
+    if sys.argv[2] == "keep":
+        io.keep_to_the_end([1])
+    print("result")
+    sys.exit(int(sys.argv[1]) if sys.argv[1].isdigit() else sys.argv[1])
+io.run_to_the_end(command)
+"""
+
+
+@pytest.mark.parametrize("status", ["0", "1", "3", "a message"])
+def test_a_run_that_kept_what_it_read_ends_at_once_with_its_output_and_status(
+    status: str,
+) -> None:
+    """Nothing of the process's teardown runs, but its buffered output is all written and its
+    status is the one it exited with (a message: on stderr, status 1)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _KEEPING, status, "keep"], capture_output=True, cwd=REPO
+    )
+    assert done.stdout == b"result\n"
+    assert done.returncode == (int(status) if status.isdigit() else 1)
+    assert done.stderr == (b"" if status.isdigit() else b"a message\n")
+
+
+def test_a_run_that_kept_nothing_ends_as_any_program_does() -> None:
+    done = subprocess.run([sys.executable, "-c", _KEEPING, "3", "-"], capture_output=True, cwd=REPO)
+    assert (done.stdout, done.returncode) == (b"result\nteardown ran\n", 3)
