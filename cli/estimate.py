@@ -102,7 +102,7 @@ def _estimate_file(
 ) -> tuple[int, dict[str, Any]]:
     """One input's tokens, and its breakdown when ``--json`` asks for it."""
     with open_document(io.source_of(name), format_name) as document:
-        io.keep_to_the_end(document)  # what it parsed: not worth freeing as the process ends
+        io.end_at_once(document)  # what it parsed: not worth freeing as the process ends
         tokens = document.tokens(counter, bareagent)
         if not as_json:
             return tokens, {}

@@ -166,6 +166,7 @@ def _directory_hint(out: Output) -> str:
 
 def _stream(names: tuple[str, ...], run: RunSettings, out: Output) -> None:
     io.one_pass()
+    io.end_at_once()  # one input after the other in this process: nothing to tear down
     destination = _stream_destination(out.output)
     copies = _CopyNote(run)
 

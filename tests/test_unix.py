@@ -575,7 +575,7 @@ from cli import io
 atexit.register(lambda: print("teardown ran"))
 def command():
     if sys.argv[2] == "keep":
-        io.keep_to_the_end([1])
+        io.end_at_once([1])
     print("result")
     sys.exit(int(sys.argv[1]) if sys.argv[1].isdigit() else sys.argv[1])
 io.run_to_the_end(command)
@@ -599,3 +599,30 @@ def test_a_run_that_kept_what_it_read_ends_at_once_with_its_output_and_status(
 def test_a_run_that_kept_nothing_ends_as_any_program_does() -> None:
     done = subprocess.run([sys.executable, "-c", _KEEPING, "3", "-"], capture_output=True, cwd=REPO)
     assert (done.stdout, done.returncode) == (b"result\nteardown ran\n", 3)
+
+
+_TEARDOWN_TOLD = """\
+import atexit, sys
+atexit.register(lambda: print("teardown ran", file=sys.stderr))
+sys.argv = ["ctxpack", *sys.argv[1:]]
+from cli.entry import main
+main()
+"""
+
+
+@pytest.mark.parametrize("command", [["micro"], ["auto"], ["estimate"], ["config", "micro"]])
+def test_the_filters_end_at_once_and_the_other_commands_as_any_program(
+    command: list[str],
+) -> None:
+    """A filter (micro, auto, estimate to standard output) ends without a teardown; a command
+    that is not one ends as any program does."""
+    done = subprocess.run(
+        [sys.executable, "-c", _TEARDOWN_TOLD, *command],
+        input=dumps([{"role": "user", "content": "hi"}]),
+        capture_output=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert done.returncode == 0 and done.stdout, done.stderr
+    filter_run = command[0] != "config"
+    assert (b"teardown ran" in done.stderr) is not filter_run
