@@ -20,6 +20,7 @@ import click
 
 from compactor_core import defaults, run_request
 from compactor_core.compaction.outcome import Report
+from compactor_core.compaction.pipeline import summarizer_of
 from compactor_core.ends.destinations import Destination, ToFile, ToObject, ToStream
 from compactor_core.ends.urls import is_url
 from compactor_core.process import Target, process
@@ -169,9 +170,10 @@ def _stream(names: tuple[str, ...], run: RunSettings, out: Output) -> None:
     io.end_at_once()  # one input after the other in this process: nothing to tear down
     destination = _stream_destination(out.output)
     copies = _CopyNote(run)
+    summarizer = summarizer_of(run)  # one for every input, built once a summary is asked of it
 
     def one(name: str) -> list[ExitStatus]:
-        done = process(Target(io.source_of(name), destination), run)
+        done = process(Target(io.source_of(name), destination), run, summarizer)
         if done.error is not None:
             raise done.error
         statuses = report.warnings_of(done, run.command, _threshold(run), out.strict)
